@@ -1,0 +1,270 @@
+"""URL filter: Scrapy's RFPDupeFilter against canonical URL + xxh3 + scalable Bloom filter.
+
+    python bench/bench_urlfilter.py [--n 1000000] [--quick]
+
+N distinct URLs (several hosts, sections, slugs, content query parameters, a third carrying
+tracking parameters), plus N/5 requests that repeat one of them: exact repeats, shuffled query
+order, a fragment, other tracking parameters, host case, a default port, a trailing slash or
+a ``;jsessionid``. Seeded, so every run sees the same requests. Hosts and sections come from
+the article-extraction benchmark's real URLs (``../shared/data``) when present.
+
+Both filters see the same pre-built ``scrapy.Request`` objects, in the same run:
+
+* default: ``RFPDupeFilter.from_crawler(get_crawler()).request_seen(request)``;
+* ours: ``ScalableBloomFilter(N, 0.001).add(url_fingerprint(canonical_url(request.url)))``.
+
+Printed: requests/second, memory per stored URL (the fingerprint set and its members for
+RFPDupeFilter; ``size_in_bytes`` for ours), requests filtered, our false positives and false
+negatives against the exact set of canonical URLs, and ``canonical_url`` against w3lib's
+``canonicalize_url`` alone on the first 100,000 URLs. ``--quick`` (used by ``bench/run``)
+means N=100,000; ``run(n)`` does the same from Python and returns the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from w3lib.url import canonicalize_url
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from scrapy import Request  # noqa: E402
+from scrapy.dupefilters import RFPDupeFilter  # noqa: E402
+from scrapy.utils.test import get_crawler  # noqa: E402
+
+from bench.common import load_article_urls  # noqa: E402
+from scrapy_neardup.exceptions import InvalidURL  # noqa: E402
+from scrapy_neardup.urls import ScalableBloomFilter, canonical_url, url_fingerprint  # noqa: E402
+
+WORDS = (
+    "market city report police school water energy health court music travel science game "
+    "film budget election storm bridge museum festival river garden startup vaccine housing"
+).split()
+CONTENT_PARAMS = ("page", "id", "sort", "lang", "q", "color", "size", "ref")
+TRACKING = ("utm_source", "utm_medium", "utm_campaign", "fbclid", "gclid", "mc_eid", "_ga")
+
+
+def hosts_and_sections() -> tuple[list[str], list[str], str]:
+    """Hosts and first path segments of real article URLs, or synthetic ones."""
+    urls = load_article_urls()
+    if urls:
+        parts = [urlsplit(u) for u in urls]
+        hosts = sorted({p.hostname for p in parts if p.hostname})
+        sections = sorted({seg for p in parts if (seg := p.path.strip("/").split("/")[0])})
+        return hosts, sections[:200] or ["news"], f"real hosts ({len(hosts)} from ../shared/data)"
+    hosts = [f"www.site{i}.example" for i in range(40)]
+    return hosts, ["news", "world", "sport", "tech", "shop", "blog"], "synthetic hosts"
+
+
+def make_urls(n: int, seed: int = 42) -> tuple[list[str], int, str]:
+    """N distinct URLs and N/5 variants of earlier ones, interleaved; also the host source."""
+    rng = random.Random(seed)
+    hosts, sections, source = hosts_and_sections()
+    originals: list[tuple[str, str, str, list[str]]] = []  # scheme, host, path, params
+    keyed: list[tuple[float, str]] = []
+    for i in range(n):
+        scheme = "https" if rng.random() < 0.9 else "http"
+        host = rng.choice(hosts)
+        slug = "-".join(rng.sample(WORDS, 3))
+        path = f"/{rng.choice(sections)}/{2015 + i % 10}/{slug}-{i}"
+        params = [
+            f"{p}={rng.randint(1, 50)}" for p in rng.sample(CONTENT_PARAMS, rng.randint(0, 3))
+        ]
+        originals.append((scheme, host, path, params))
+        if rng.random() < 0.3:
+            params = [*params, f"{rng.choice(TRACKING)}=x{rng.randint(1, 9999)}"]
+        keyed.append((i, build(scheme, host, path, params)))
+    for _ in range(n // 5):
+        j = rng.randrange(n)
+        scheme, host, path, params = originals[j]
+        kind = rng.randrange(8)
+        params = list(params)
+        if kind == 1:
+            rng.shuffle(params)
+        elif kind == 2:
+            path += "#comments"
+        elif kind == 3:
+            params.append(f"{rng.choice(TRACKING)}=y{rng.randint(1, 9999)}")
+        elif kind == 4:
+            host = host.upper()
+        elif kind == 5:
+            host += ":443" if scheme == "https" else ":80"
+        elif kind == 6:
+            path += "/"
+        elif kind == 7:
+            path += f";jsessionid={rng.getrandbits(64):016X}"
+        keyed.append((rng.uniform(j, n), build(scheme, host, path, params)))
+    keyed.sort(key=lambda pair: pair[0])
+    return [url for _, url in keyed], n // 5, source
+
+
+def build(scheme: str, host: str, path: str, params: list[str]) -> str:
+    path, hash_, fragment = path.partition("#")
+    query = "?" + "&".join(params) if params else ""
+    return f"{scheme}://{host}{path}{query}{hash_}{fragment}"
+
+
+def time_filters(requests: list[Request], n: int) -> tuple[dict, dict, bytearray, list[str]]:
+    """Feed both filters the same requests, in blocks, taking turns at going first.
+
+    Shared machines speed up and slow down over minutes; alternating blocks lets both
+    filters see the same conditions, while each still sees the whole stream in order.
+    """
+    dupefilter = RFPDupeFilter.from_crawler(get_crawler())
+    bloom = ScalableBloomFilter(capacity=n, error_rate=0.001)
+    seen = bytearray()  # our answer per request: 0 new, 1 seen, 2 invalid URL
+    canonical: list[str] = []  # kept for the check against the truth (an append is cheap)
+
+    def default_block(block: list[Request]) -> None:
+        for r in block:
+            dupefilter.request_seen(r)
+
+    def ours_block(block: list[Request]) -> None:
+        for r in block:
+            try:
+                url = canonical_url(r.url)
+            except InvalidURL:
+                url = ""
+                seen.append(2)
+            else:
+                seen.append(bloom.add(url_fingerprint(url)))
+            canonical.append(url)
+
+    seconds = {default_block: 0.0, ours_block: 0.0}
+    for i, lo in enumerate(range(0, len(requests), 20_000)):
+        block = requests[lo : lo + 20_000]
+        for func in (default_block, ours_block)[:: 1 if i % 2 else -1]:
+            start = time.perf_counter()
+            func(block)
+            seconds[func] += time.perf_counter() - start
+    fps = dupefilter._fingerprints  # the set itself (the public property is deprecated)
+    default = {
+        "seconds": seconds[default_block],
+        "filtered": len(requests) - len(fps),
+        "stored": len(fps),
+        "bytes": sys.getsizeof(fps) + sum(sys.getsizeof(fp) for fp in fps),
+    }
+    ours = {
+        "seconds": seconds[ours_block],
+        "filtered": seen.count(1),
+        "stored": len(bloom),
+        "bytes": bloom.size_in_bytes,
+        "stages": bloom.stages,
+        "expected_fp_rate": bloom.expected_false_positive_rate,
+    }
+    return default, ours, seen, canonical
+
+
+def truth(canonical: list[str], seen: bytearray) -> dict[str, Any]:
+    """Our answers against the exact set of canonical URLs."""
+    exact: set[str] = set()
+    false_pos = false_neg = 0
+    for url, answer in zip(canonical, seen, strict=True):
+        if answer == 2:  # invalid URL: neither filter's business
+            continue
+        if url in exact:
+            false_neg += answer == 0
+        else:
+            false_pos += answer == 1
+            exact.add(url)
+    return {
+        "distinct": len(exact),
+        "false_pos": false_pos,
+        "false_neg": false_neg,
+    }
+
+
+def canonical_speed(urls: list[str], rounds: int = 2) -> dict[str, float]:
+    """URLs/second of canonical_url and of w3lib's canonicalize_url alone (best of rounds)."""
+    best = {"canonical_url": float("inf"), "w3lib": float("inf")}
+    for _ in range(rounds):
+        for name, func in (("w3lib", canonicalize_url), ("canonical_url", canonical_url)):
+            start = time.perf_counter()
+            for url in urls:
+                func(url)
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: len(urls) / seconds for name, seconds in best.items()}
+
+
+def run(n: int = 1_000_000) -> dict[str, Any]:
+    """Build the requests, time both filters on them, print the table and return the figures."""
+    begin = time.perf_counter()
+    urls, n_variants, source = make_urls(n)
+    requests = [Request(u) for u in urls]
+    del urls
+    # A million live Requests would make every full GC pass walk them all, inside the timed
+    # loops of both filters; frozen, the collector skips them.
+    gc.collect()
+    gc.freeze()
+    print(
+        f"URL filter benchmark: {n:,} distinct URLs + {n_variants:,} variants = "
+        f"{len(requests):,} requests ({source}, seed 42)",
+        flush=True,
+    )
+    default, ours, seen, canonical = time_filters(requests, n)
+    check = truth(canonical, seen)
+    del canonical
+    speed = canonical_speed([r.url for r in requests[:100_000]])
+    for r in (default, ours):
+        r["per_s"] = len(requests) / r["seconds"]
+        r["bytes_per_url"] = r["bytes"] / max(r["stored"], 1)
+    fp_rate = check["false_pos"] / max(check["distinct"], 1)
+    print(f"{'filter':<34}{'requests/s':>11}{'bytes/URL':>11}{'filtered':>10}{'false pos':>11}")
+    print(
+        f"{'scrapy RFPDupeFilter':<34}{default['per_s']:>11,.0f}"
+        f"{default['bytes_per_url']:>11.1f}{default['filtered']:>10,}{'0 (exact)':>11}"
+    )
+    print(
+        f"{'canonical_url+xxh3+Bloom (0.001)':<34}{ours['per_s']:>11,.0f}"
+        f"{ours['bytes_per_url']:>11.2f}{ours['filtered']:>10,}{check['false_pos']:>11,}"
+    )
+    print(
+        f"{'ours / default':<34}{ours['per_s'] / default['per_s']:>11.2f}"
+        f"{ours['bytes_per_url'] / default['bytes_per_url']:>11.3f}"
+    )
+    print(
+        f"Truth: {check['distinct']:,} distinct canonical URLs, so"
+        f" {len(requests) - check['distinct']:,} requests to filter. Ours:"
+        f" {check['false_pos']:,} false positives ({fp_rate:.4%} of new URLs; estimate for a"
+        f" new URL at the end {ours['expected_fp_rate']:.4%}), {check['false_neg']} false"
+        f" negatives, {ours['stages']} Bloom stage(s), {ours['bytes'] / 1e6:.2f} MB against"
+        f" {default['bytes'] / 1e6:.1f} MB."
+    )
+    print(
+        f"canonical_url alone: {speed['canonical_url']:,.0f}/s, w3lib canonicalize_url alone:"
+        f" {speed['w3lib']:,.0f}/s (time ratio {speed['w3lib'] / speed['canonical_url']:.2f},"
+        f" first {min(len(requests), 100_000):,} URLs, best of 2);"
+        f" bench_urlfilter: {time.perf_counter() - begin:.0f} s",
+        flush=True,
+    )
+    gc.unfreeze()
+    return {
+        "n": n,
+        "requests": len(requests),
+        "default": default,
+        "ours": ours,
+        "truth": check,
+        "canonical_speed": speed,
+        "false_positive_rate": fp_rate,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--n", type=int, default=None, help="distinct URLs (default 1,000,000)")
+    parser.add_argument("--quick", action="store_true", help="100,000 URLs (for bench/run)")
+    args = parser.parse_args(argv)
+    run(args.n or (100_000 if args.quick else 1_000_000))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""scrapy-neardup: drop duplicate URLs and near-duplicate pages in Scrapy crawls.
+
+The Scrapy components are imported on first use, so that the engine (and the extraction
+workers, which import this package) do not pay for importing Scrapy and Twisted.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from scrapy_neardup.engine import Deduplicator, Verdict
+from scrapy_neardup.exceptions import ConfigError, NearDupError, StateError, StorageError
+
+if TYPE_CHECKING:
+    from scrapy_neardup.addon import Addon
+    from scrapy_neardup.dupefilter import NearDupDupeFilter
+    from scrapy_neardup.middlewares import PageTextMiddleware, UrlFilterMiddleware
+    from scrapy_neardup.pipeline import NearDupPipeline
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Addon": "scrapy_neardup.addon",
+    "NearDupDupeFilter": "scrapy_neardup.dupefilter",
+    "NearDupPipeline": "scrapy_neardup.pipeline",
+    "PageTextMiddleware": "scrapy_neardup.middlewares",
+    "UrlFilterMiddleware": "scrapy_neardup.middlewares",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'scrapy_neardup' has no attribute {name!r}")
+
+
+__all__ = [
+    "Addon",
+    "ConfigError",
+    "Deduplicator",
+    "NearDupDupeFilter",
+    "NearDupError",
+    "NearDupPipeline",
+    "PageTextMiddleware",
+    "StateError",
+    "StorageError",
+    "UrlFilterMiddleware",
+    "Verdict",
+    "__version__",
+]

@@ -1,0 +1,51 @@
+"""The one line a user writes: ``ADDONS = {"scrapy_neardup.Addon": 500}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy.settings import BaseSettings
+
+from scrapy_neardup.dupefilter import NearDupDupeFilter
+from scrapy_neardup.middlewares import PageTextMiddleware, UrlFilterMiddleware
+from scrapy_neardup.pipeline import NearDupPipeline
+
+SCRAPY_DEFAULT_DUPEFILTER = "scrapy.dupefilters.RFPDupeFilter"
+
+# Early in every chain: URLs are dropped before other middlewares spend time on them, and
+# near-duplicates before pipelines store or download anything for them.
+URL_FILTER_PRIORITY = 50
+PAGE_TEXT_PRIORITY = 50
+PIPELINE_PRIORITY = 50
+
+
+class Addon:
+    """Wires the dupefilter, both middlewares and the pipeline into a crawler's settings.
+
+    A ``DUPEFILTER_CLASS`` the project chose (e.g. scrapy-redis's) is left alone: the
+    downloader middleware then does the URL filtering on its own.
+    """
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        if not settings.getbool("NEARDUP_ENABLED", True):
+            return
+        url_filter = settings.getbool("NEARDUP_URL_FILTER", True)
+        if url_filter and settings.get("DUPEFILTER_CLASS") in (
+            SCRAPY_DEFAULT_DUPEFILTER,
+            _path(NearDupDupeFilter),
+        ):
+            settings.set("DUPEFILTER_CLASS", NearDupDupeFilter, "addon")
+        if url_filter:
+            settings.set_in_component_priority_dict(
+                "DOWNLOADER_MIDDLEWARES", UrlFilterMiddleware, URL_FILTER_PRIORITY
+            )
+        settings.set_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", PageTextMiddleware, PAGE_TEXT_PRIORITY
+        )
+        settings.set_in_component_priority_dict(
+            "ITEM_PIPELINES", NearDupPipeline, PIPELINE_PRIORITY
+        )
+
+
+def _path(cls: Any) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"

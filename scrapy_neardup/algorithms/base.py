@@ -1,0 +1,76 @@
+"""What every near-duplicate method provides, and what it needs from storage.
+
+A method is pure maths: it turns a document into a signature, names the buckets in which a
+similar signature must also appear, and scores two signatures. Where buckets and signatures
+live (memory, Redis) and how a query-then-add is made atomic is the storage layer's job; the
+index in :mod:`scrapy_neardup.engine` joins the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from scrapy_neardup.text import Document
+
+
+@dataclass(frozen=True)
+class Match:
+    """An earlier document a new one duplicates."""
+
+    key: str
+    similarity: float
+    method: str
+
+
+@runtime_checkable
+class Method(Protocol):
+    """The maths of one backend. Signatures may be any object the method can encode."""
+
+    name: str
+
+    def params(self) -> dict[str, Any]:
+        """Everything that changes signatures or buckets (saved state must match it)."""
+
+    def signature(self, doc: Document) -> Any: ...
+
+    def bucket_keys(self, signature: Any) -> list[int]:
+        """Buckets (64-bit ints) that any matching signature shares at least one of."""
+
+    def similarity(self, a: Any, b: Any) -> float | None:
+        """Similarity of two signatures, or None when they do not match."""
+
+    def encode(self, signature: Any) -> bytes: ...
+
+    def decode(self, data: bytes) -> Any: ...
+
+
+Verifier = Callable[[Any], "float | None"]
+
+
+class BucketStore(Protocol):
+    """Buckets of document keys plus each document's signature.
+
+    ``query_and_add`` must be atomic: between reading the candidates and adding the new key, no
+    other writer may add a key to any of ``buckets`` (two crawlers sharing a store must never
+    both keep a near-duplicate pair). Matching documents always share a bucket, so guarding the
+    buckets is enough.
+    """
+
+    def query_and_add(
+        self, key: str, signature: Any, buckets: list[int], verify: Verifier
+    ) -> list[tuple[str, float]]:
+        """Verified earlier keys; when there are none, ``key`` is added under ``buckets``."""
+
+    def query(
+        self, signature: Any, buckets: list[int], verify: Verifier
+    ) -> list[tuple[str, float]]:
+        """Verified earlier keys, adding nothing."""
+
+    def add(self, key: str, signature: Any, buckets: list[int]) -> None:
+        """Add without querying (used when loading saved state)."""
+
+    def items(self) -> Iterable[tuple[str, Any]]: ...
+
+    def __len__(self) -> int: ...

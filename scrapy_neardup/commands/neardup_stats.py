@@ -1,0 +1,205 @@
+"""``scrapy neardup-stats``: what a crawl's saved state holds.
+
+Reads the state directory of a crawl (``JOBDIR/neardup``, ``NEARDUP_STATE_DIR``, or a path
+given on the command line) without loading the spider or building any index, so it works
+inside a project and outside one, while a crawl runs or after it ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import struct
+from collections import Counter
+from pathlib import Path
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from scrapy_neardup.config import state_dir_from
+from scrapy_neardup.engine import Member, iter_state
+from scrapy_neardup.exceptions import NearDupError, StateError
+from scrapy_neardup.state import (
+    CONTENT_JOURNAL,
+    CONTENT_SNAPSHOT,
+    URL_JOURNAL,
+    URL_SNAPSHOT,
+    _blobs,
+)
+from scrapy_neardup.storage.journal import read_records
+from scrapy_neardup.urls import ScalableBloomFilter
+
+TOP_CLUSTERS = 10
+
+
+def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
+    """Everything the command prints, as plain data."""
+    if not directory.is_dir():
+        raise StateError("no such state directory", path=str(directory))
+    if not any(
+        (directory / name).exists()
+        for name in (URL_SNAPSHOT, URL_JOURNAL, CONTENT_SNAPSHOT, CONTENT_JOURNAL)
+    ):
+        raise StateError(
+            "no scrapy-neardup state here (did the crawl run with JOBDIR?)", path=str(directory)
+        )
+    bloom = ScalableBloomFilter(1000, 0.001)
+    snapshot = directory / URL_SNAPSHOT
+    if snapshot.exists():
+        bloom = ScalableBloomFilter.from_bytes(snapshot.read_bytes())
+    fingerprints, _, _ = read_records(directory / URL_JOURNAL)
+    for fp in fingerprints:
+        bloom.add(fp)
+    urls = len(bloom)
+
+    meta: dict[str, Any] = {}
+    heads: set[str] = set()
+    members: dict[str, Member] = {}
+    snapshot = directory / CONTENT_SNAPSHOT
+    if snapshot.exists():
+        for record in iter_state(snapshot.read_bytes()):
+            if record[0] == "meta":
+                meta = record[1]
+            elif record[0] == "exact":
+                heads.add(record[1])
+            elif record[0] == "member":
+                members[record[1].key] = record[1]
+    records, _, _ = read_records(directory / CONTENT_JOURNAL)
+    for payload in records:
+        key, pos = _blobs(payload, 1)
+        if payload[:1] == b"H":
+            heads.add(key.decode())
+        elif payload[:1] == b"M":
+            head, pos = _blobs(payload, pos)
+            method, pos = _blobs(payload, pos)
+            (similarity,) = struct.unpack_from("<d", payload, pos)
+            members[key.decode()] = Member(key.decode(), head.decode(), method.decode(), similarity)
+
+    by_head: dict[str, list[Member]] = {}
+    for m in members.values():
+        by_head.setdefault(m.head, []).append(m)
+    sizes = Counter(len(v) + 1 for v in by_head.values())
+    largest = sorted(by_head.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]
+    similarities = [m.similarity for m in members.values() if m.similarity > 0]
+    return {
+        "state_dir": str(directory),
+        "urls": {
+            "seen": urls,
+            "bloom_bytes": bloom.size_in_bytes,
+            "bytes_per_url": round(bloom.size_in_bytes / urls, 3) if urls else None,
+            "fill_ratio": round(bloom.fill_ratio, 4),
+            "expected_false_positive_rate": bloom.expected_false_positive_rate,
+            "stages": bloom.stages,
+        },
+        "content": {
+            "method": meta.get("method"),
+            "params": meta.get("params"),
+            "documents_indexed": len(heads),
+            "duplicates": len(members),
+            "duplicates_by_method": dict(Counter(m.method for m in members.values())),
+            "clusters": len(by_head),
+            "cluster_sizes": {str(k): v for k, v in sorted(sizes.items())},
+            "similarity_histogram": _histogram(similarities),
+            "largest_clusters": [
+                {"head": head, "size": len(ms) + 1, "members": [m.key for m in ms]}
+                for head, ms in largest
+            ],
+        },
+    }
+
+
+def _histogram(values: list[float], bins: int = 10) -> dict[str, int]:
+    out: Counter[str] = Counter()
+    for v in values:
+        low = min(math.floor(v * bins), bins - 1) / bins
+        out[f"{low:.1f}-{low + 1 / bins:.1f}"] += 1
+    return dict(sorted(out.items()))
+
+
+def _bar(count: int, most: int, width: int = 40) -> str:
+    return "#" * max(1, round(width * count / most)) if count else ""
+
+
+def render(summary: dict[str, Any]) -> str:
+    u, c = summary["urls"], summary["content"]
+    lines = [
+        f"scrapy-neardup state: {summary['state_dir']}",
+        "",
+        "URLs",
+        f"  seen                      {u['seen']}",
+        f"  Bloom filter              {u['bloom_bytes']} bytes in {u['stages']} stage(s)"
+        + (f", {u['bytes_per_url']} bytes per URL" if u["bytes_per_url"] else ""),
+        f"  fill                      {u['fill_ratio']:.2%}",
+        f"  expected false positives  {u['expected_false_positive_rate']:.5%}",
+        "",
+        f"Content ({c['method'] or 'no documents yet'})",
+        f"  documents indexed         {c['documents_indexed']}",
+        f"  duplicates                {c['duplicates']}",
+    ]
+    for method, n in sorted(c["duplicates_by_method"].items()):
+        lines.append(f"    by {method:<22} {n}")
+    lines.append(f"  clusters (with a dup)     {c['clusters']}")
+    if c["cluster_sizes"]:
+        lines += ["", "Cluster sizes"]
+        most = max(c["cluster_sizes"].values())
+        for size, n in c["cluster_sizes"].items():
+            lines.append(f"  {size:>4} docs  {n:>6}  {_bar(n, most)}")
+    if c["similarity_histogram"]:
+        lines += ["", "Similarity of duplicates to their cluster head"]
+        most = max(c["similarity_histogram"].values())
+        for bucket, n in c["similarity_histogram"].items():
+            lines.append(f"  {bucket}  {n:>6}  {_bar(n, most)}")
+    if c["largest_clusters"]:
+        lines += ["", "Largest clusters"]
+        for cluster in c["largest_clusters"]:
+            lines.append(f"  {cluster['size']:>4}  {cluster['head']}")
+            lines.extend(f"          {m}" for m in cluster["members"][:5])
+            if len(cluster["members"]) > 5:
+                lines.append(f"          ... and {len(cluster['members']) - 5} more")
+    return "\n".join(lines)
+
+
+class Command(ScrapyCommand):
+    requires_project = False
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[options] [STATE_DIR]"
+
+    def short_desc(self) -> str:
+        return "Show what scrapy-neardup recorded for a crawl (URLs, duplicates, clusters)"
+
+    def long_desc(self) -> str:
+        return (
+            "Reads the scrapy-neardup state of a crawl: STATE_DIR, else NEARDUP_STATE_DIR, "
+            "else JOBDIR/neardup (pass -s JOBDIR=... as for the crawl)."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--json", action="store_true", help="print JSON for machines")
+        parser.add_argument("--top", type=int, default=TOP_CLUSTERS, help="largest clusters shown")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        if len(args) > 1:
+            raise UsageError("give at most one STATE_DIR")
+        if args:
+            directory = Path(args[0])
+            if (directory / "neardup").is_dir() and not (directory / URL_SNAPSHOT).exists():
+                directory = directory / "neardup"  # a JOBDIR was given
+        else:
+            found = state_dir_from(self.settings)
+            if found is None:
+                raise UsageError("no state: give STATE_DIR, or -s JOBDIR=... as for the crawl")
+            directory = found
+        try:
+            summary = summarize(directory, opts.top)
+        except NearDupError as exc:
+            print(f"neardup-stats: {exc}")
+            self.exitcode = 1
+            return
+        print(json.dumps(summary, indent=2) if opts.json else render(summary))

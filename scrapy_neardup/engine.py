@@ -1,0 +1,329 @@
+"""The near-duplicate engine: exact hash first, then the configured method; first seen wins.
+
+It joins the maths (:mod:`scrapy_neardup.algorithms`) with a store
+(:mod:`scrapy_neardup.storage`) and keeps the clusters: every kept document is the head of a
+cluster, every duplicate joins the cluster of the earlier document it matched. Only heads are
+indexed, so a chain of small edits cannot drift a cluster away from its first document.
+
+Saved state (:meth:`Deduplicator.to_bytes`), little-endian throughout, no pickle::
+
+    magic  b"NDUP"  | u16 version (1)
+    u32 n | n bytes  meta: UTF-8 JSON {"method", "params", "min_tokens", "counts"}
+    u64 n | n heads:    u32 len | key UTF-8 | u32 len | exact signature
+    u64 n | n heads:    u32 len | key UTF-8 | u32 len | method signature
+    u64 n | n members:  u32 len | key | u32 len | head | u8 len | method | f64 similarity
+
+Loading checks the method and its parameters: signatures made with other parameters would
+never match, silently, so a mismatch is a :class:`StateError`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Protocol
+
+from scrapy_neardup.algorithms import Match, Method, make_method
+from scrapy_neardup.algorithms.base import BucketStore
+from scrapy_neardup.algorithms.exact import ExactMethod
+from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.storage.memory import MemoryBucketStore
+from scrapy_neardup.text import Document
+
+MAGIC = b"NDUP"
+VERSION = 1
+DEFAULT_MIN_TOKENS = 50
+
+
+class Index:
+    """One method over one store: query, add, or both at once (atomically, in the store)."""
+
+    def __init__(self, method: Method, store: BucketStore) -> None:
+        self.method = method
+        self.store = store
+
+    def _verifier(self, signature: Any) -> Callable[[Any], float | None]:
+        similarity = self.method.similarity
+        return lambda other: similarity(signature, other)
+
+    def query(self, signature: Any) -> list[Match]:
+        found = self.store.query(
+            signature, self.method.bucket_keys(signature), self._verifier(signature)
+        )
+        return [Match(key, sim, self.method.name) for key, sim in found]
+
+    def query_and_add(self, key: str, doc: Document | str) -> list[Match]:
+        """Earlier documents matching ``doc``; when there are none, ``doc`` is added as ``key``."""
+        if isinstance(doc, str):
+            doc = Document(doc)
+        return self.query_and_add_signature(key, self.method.signature(doc))
+
+    def query_and_add_signature(self, key: str, signature: Any) -> list[Match]:
+        found = self.store.query_and_add(
+            key, signature, self.method.bucket_keys(signature), self._verifier(signature)
+        )
+        return [Match(k, sim, self.method.name) for k, sim in found]
+
+    def add(self, key: str, signature: Any) -> None:
+        self.store.add(key, signature, self.method.bucket_keys(signature))
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the engine decided about one document."""
+
+    key: str
+    duplicate_of: str | None = None
+    method: str | None = None
+    similarity: float = 0.0
+    short: bool = False
+
+    @property
+    def is_duplicate(self) -> bool:
+        return self.duplicate_of is not None
+
+
+@dataclass(frozen=True)
+class Signed:
+    """A document's signatures; ``near`` is None for short documents (exact matching only)."""
+
+    exact: Any
+    near: Any
+    tokens: int
+
+
+class Recorder(Protocol):
+    """Told of every decision, e.g. to journal it (see :mod:`scrapy_neardup.storage.journal`)."""
+
+    def head(self, key: str, signed: Signed) -> None: ...
+
+    def member(self, member: Member) -> None: ...
+
+
+@dataclass(frozen=True)
+class Member:
+    """A duplicate and the cluster head it joined."""
+
+    key: str
+    head: str
+    method: str
+    similarity: float
+
+
+def best_match(matches: Iterable[Match]) -> Match:
+    """Highest similarity; among equals the first found (the earlier document)."""
+    return max(matches, key=lambda m: m.similarity)
+
+
+StoreFactory = Callable[[str], BucketStore]
+
+
+def memory_stores(_name: str) -> BucketStore:
+    return MemoryBucketStore()
+
+
+class Deduplicator:
+    """Decides, document by document, what is new and what repeats something seen before.
+
+    Documents with fewer than ``min_tokens`` tokens are matched exactly only (and counted as
+    ``short``): SimHash and MinHash estimates are unreliable on a handful of words.
+    """
+
+    def __init__(
+        self,
+        method: str | Method = "simhash",
+        *,
+        min_tokens: int = DEFAULT_MIN_TOKENS,
+        stores: StoreFactory = memory_stores,
+        **params: Any,
+    ) -> None:
+        if min_tokens < 0:
+            raise ValueError(f"min_tokens must be >= 0, got {min_tokens}")
+        self.method = make_method(method, **params) if isinstance(method, str) else method
+        self.min_tokens = min_tokens
+        self.exact = Index(ExactMethod(), stores("exact"))
+        self.near = (
+            None if self.method.name == "exact" else Index(self.method, stores(self.method.name))
+        )
+        self.members: dict[str, Member] = {}
+        self.counts: Counter[str] = Counter()
+        self.recorder: Recorder | None = None
+
+    def sign(self, text: str | Document) -> Signed:
+        """Signatures of a text: the costly, pure half of :meth:`check` (safe in a worker)."""
+        doc = text if isinstance(text, Document) else Document(text)
+        exact = self.exact.method.signature(doc)
+        if self.near is None or len(doc.tokens) < self.min_tokens:
+            return Signed(exact, None, len(doc.tokens))
+        return Signed(exact, self.near.method.signature(doc), len(doc.tokens))
+
+    def check(self, key: str, text: str | Document) -> Verdict:
+        """Match ``text`` against everything kept so far; keep it (index it) if it is new."""
+        return self.check_signed(key, self.sign(text))
+
+    def check_signed(self, key: str, signed: Signed) -> Verdict:
+        """The index half of :meth:`check`, for signatures made by :meth:`sign`."""
+        self.counts["documents"] += 1
+        short = signed.near is None
+        if short:
+            if self.near is not None:
+                self.counts["short"] += 1
+            matches = self.exact.query_and_add_signature(key, signed.exact)
+        else:
+            # Exact first without adding: only a document that is kept becomes a head.
+            matches = self.exact.query(signed.exact)
+            if not matches:
+                matches = self.near.query_and_add_signature(key, signed.near)
+                if not matches:
+                    self.exact.add(key, signed.exact)
+        if not matches:
+            self.counts["kept"] += 1
+            if self.recorder is not None:
+                self.recorder.head(key, signed)
+            return Verdict(key, short=short)
+        match = best_match(matches)
+        member = Member(key, match.key, match.method, match.similarity)
+        self._record(member)
+        if self.recorder is not None:
+            self.recorder.member(member)
+        return Verdict(key, match.key, match.method, match.similarity, short)
+
+    def restore_head(self, key: str, signed: Signed) -> None:
+        """Re-add a kept document from a journal (no query, no counting twice)."""
+        if key in self.exact.store:
+            return
+        self.exact.add(key, signed.exact)
+        if signed.near is not None and self.near is not None:
+            self.near.add(key, signed.near)
+        self.counts["documents"] += 1
+        self.counts["kept"] += 1
+
+    def restore_member(self, member: Member) -> None:
+        if member.key not in self.members:
+            self.counts["documents"] += 1
+            self._record(member)
+
+    def _record(self, member: Member) -> None:
+        self.members[member.key] = member
+        self.counts[f"duplicates/{member.method}"] += 1
+
+    def clusters(self) -> dict[str, list[Member]]:
+        """Each head with at least one duplicate, and its members in the order they came."""
+        out: dict[str, list[Member]] = {}
+        for member in self.members.values():
+            out.setdefault(member.head, []).append(member)
+        return out
+
+    def __len__(self) -> int:
+        """Number of kept (indexed) documents."""
+        return len(self.exact)
+
+    # -- persistence -------------------------------------------------------------------
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "method": self.method.name,
+            "params": self.method.params(),
+            "min_tokens": self.min_tokens,
+            "counts": dict(self.counts),
+        }
+
+    def to_bytes(self) -> bytes:
+        out = io.BytesIO()
+        self.write(out)
+        return out.getvalue()
+
+    def write(self, out: BinaryIO) -> None:
+        meta = json.dumps(self.meta(), sort_keys=True).encode()
+        out.write(MAGIC + struct.pack("<HI", VERSION, len(meta)) + meta)
+        for index in (self.exact, self.near):
+            items = list(index.store.items()) if index else []
+            out.write(struct.pack("<Q", len(items)))
+            for key, signature in items:
+                _write_blob(out, key.encode())
+                _write_blob(out, index.method.encode(signature))
+        out.write(struct.pack("<Q", len(self.members)))
+        for m in self.members.values():
+            _write_blob(out, m.key.encode())
+            _write_blob(out, m.head.encode())
+            method = m.method.encode()
+            out.write(struct.pack("<B", len(method)) + method + struct.pack("<d", m.similarity))
+
+    def load_bytes(self, data: bytes) -> None:
+        """Add saved state to this (empty) deduplicator; raises StateError if it does not fit."""
+        expected = json.loads(json.dumps(self.meta()))
+        indexes = {"exact": self.exact, "near": self.near}
+        counts: dict[str, int] = {}
+        for record in iter_state(data):
+            kind = record[0]
+            if kind == "meta":
+                meta = record[1]
+                for field in ("method", "params", "min_tokens"):
+                    if meta[field] != expected[field]:
+                        raise StateError(
+                            f"state was written with {field}={meta[field]!r}, configured "
+                            f"{field}={expected[field]!r}; use the same settings or a new state"
+                        )
+                counts = meta["counts"]
+            elif kind == "member":
+                self.members[record[1].key] = record[1]
+            else:
+                index = indexes[kind]
+                if index is None:
+                    raise StateError("state holds signatures of a method that is not configured")
+                try:
+                    index.add(record[1], index.method.decode(record[2]))
+                except ValueError as exc:
+                    raise StateError(f"corrupt near-duplicate state: {exc}") from None
+        self.counts.update(counts)
+
+
+def iter_state(data: bytes) -> Iterator[tuple[Any, ...]]:
+    """Records of a saved state, without building any index: ``("meta", dict)``, then
+    ``("exact" | "near", key, signature bytes)``, then ``("member", Member)``."""
+    src = io.BytesIO(data)
+    try:
+        header = _read_exact(src, 10)
+        if header[:4] != MAGIC:
+            raise StateError("not a scrapy-neardup state file (bad magic)")
+        version, meta_len = struct.unpack("<HI", header[4:])
+        if version != VERSION:
+            raise StateError(f"state format version {version}, this release reads {VERSION}")
+        yield ("meta", json.loads(_read_exact(src, meta_len)))
+        for kind in ("exact", "near"):
+            (count,) = struct.unpack("<Q", _read_exact(src, 8))
+            for _ in range(count):
+                yield (kind, _read_blob(src).decode(), _read_blob(src))
+        (count,) = struct.unpack("<Q", _read_exact(src, 8))
+        for _ in range(count):
+            key = _read_blob(src).decode()
+            head = _read_blob(src).decode()
+            (length,) = struct.unpack("<B", _read_exact(src, 1))
+            method = _read_exact(src, length).decode()
+            (similarity,) = struct.unpack("<d", _read_exact(src, 8))
+            yield ("member", Member(key, head, method, similarity))
+    except (struct.error, UnicodeDecodeError, ValueError, KeyError, EOFError) as exc:
+        raise StateError(f"corrupt near-duplicate state: {exc}") from None
+
+
+def _write_blob(out: BinaryIO, data: bytes) -> None:
+    out.write(struct.pack("<I", len(data)) + data)
+
+
+def _read_exact(src: BinaryIO, n: int) -> bytes:
+    data = src.read(n)
+    if len(data) != n:
+        raise EOFError(f"truncated: wanted {n} bytes, found {len(data)}")
+    return data
+
+
+def _read_blob(src: BinaryIO) -> bytes:
+    (length,) = struct.unpack("<I", _read_exact(src, 4))
+    return _read_exact(src, length)

@@ -1,0 +1,218 @@
+"""Main content with trafilatura, in worker processes, off the reactor.
+
+Extraction (about 30 ms a page) and signing (a few ms) are the costly steps of the plugin, and
+the GIL would make threads useless for them, so both run in a process pool. The reactor
+only waits on a Deferred; it never runs trafilatura itself. Byte-identical bodies are looked
+up in a small cache of body hash -> result and not extracted again.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import sys
+import types
+from collections import OrderedDict
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import xxhash
+
+logger = logging.getLogger(__name__)
+
+_EMPTY = ""
+WORKER_NICENESS = 5
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """The text of a page and how it was found: ``trafilatura``, ``fallback`` or ``empty``."""
+
+    text: str
+    how: str
+    title: str = ""
+
+
+def decode_body(body: bytes, encoding: str | None) -> str:
+    """Bytes to text with the response's encoding; undecodable bytes are replaced, never fatal."""
+    try:
+        return body.decode(encoding or "utf-8", errors="replace")
+    except LookupError:  # an encoding name Python does not know
+        return body.decode("utf-8", errors="replace")
+
+
+def looks_binary(body: bytes) -> bool:
+    """NUL bytes in the first KiB: an image, a PDF or a compressed blob, not a page."""
+    return b"\x00" in body[:1024]
+
+
+def extract_main_text(
+    body: bytes, url: str | None = None, encoding: str | None = None
+) -> Extracted:
+    """Title and main text of an HTML page; the whole visible text when trafilatura finds none."""
+    import trafilatura
+
+    if not body.strip() or looks_binary(body):
+        return Extracted(_EMPTY, "empty")
+    html = decode_body(body, encoding)
+    try:
+        doc = trafilatura.bare_extraction(
+            html, url=url, include_comments=False, with_metadata=True, deduplicate=False
+        )
+    except Exception as exc:  # trafilatura and lxml raise many things on odd markup
+        logger.debug("trafilatura failed on %s: %r", url, exc)
+        doc = None
+    text = (getattr(doc, "text", None) or "").strip()
+    title = (getattr(doc, "title", None) or "").strip()
+    if text:
+        return Extracted(f"{title}\n\n{text}" if title else text, "trafilatura", title)
+    try:
+        _, text, _ = trafilatura.baseline(html)
+    except Exception as exc:
+        logger.debug("trafilatura baseline failed on %s: %r", url, exc)
+        text = ""
+    text = (text or "").strip()
+    return Extracted(text, "fallback", title) if text else Extracted(_EMPTY, "empty", title)
+
+
+# -- worker side --------------------------------------------------------------------------
+
+_worker_signer: Any = None
+
+
+def _init_worker(signer_factory: Any) -> None:
+    global _worker_signer
+    # Below the crawler's priority: when the cores are busy, the reactor (downloads, the
+    # scheduler) must still get its turn, or the crawl stalls while pages wait to be parsed.
+    os.nice(WORKER_NICENESS)
+    _worker_signer = signer_factory()
+
+
+def _extract_and_sign(body: bytes, url: str | None, encoding: str | None) -> tuple[Extracted, Any]:
+    extracted = extract_main_text(body, url, encoding)
+    return extracted, _worker_signer(extracted.text) if extracted.text else None
+
+
+def _sign(text: str) -> Any:
+    return _worker_signer(text)
+
+
+class Extractor:
+    """Runs extraction and signing in ``workers`` processes (inline when ``workers`` is 0).
+
+    ``signer_factory`` is a picklable callable returning ``sign(text) -> signatures``; it is
+    called once in each worker so the method is built there, not shipped with every task.
+    """
+
+    def __init__(self, signer_factory: Any, workers: int, cache_size: int = 4096) -> None:
+        self._signer_factory = signer_factory
+        self._workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+        self._inline_signer: Any = None
+        self._cache: OrderedDict[bytes, tuple[Extracted, Any]] = OrderedDict()
+        self._cache_size = cache_size
+
+    def start(self) -> None:
+        """Start the workers now (at spider open) rather than on the first page."""
+        if self._workers:
+            self._get_pool()
+
+    def _get_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            # spawn: forking a process that runs a reactor and threads is unsafe.
+            context = multiprocessing.get_context("spawn")
+            pool = ProcessPoolExecutor(
+                self._workers,
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(self._signer_factory,),
+            )
+            # Workers are spawned by submit(); spawn them all now, with __main__ hidden, so
+            # they never re-run the script that started the crawl (a script without an
+            # ``if __name__ == "__main__"`` guard would start a crawl in every worker).
+            with _main_module_hidden():
+                for future in [pool.submit(_noop) for _ in range(self._workers)]:
+                    future.add_done_callback(_ignore)
+            self._pool = pool
+        return self._pool
+
+    def _inline(self) -> Any:
+        if self._inline_signer is None:
+            self._inline_signer = self._signer_factory()
+        return self._inline_signer
+
+    def cached(self, body: bytes) -> tuple[bytes, tuple[Extracted, Any] | None]:
+        digest = xxhash.xxh3_128_digest(body)
+        found = self._cache.get(digest)
+        if found is not None:
+            self._cache.move_to_end(digest)
+        return digest, found
+
+    def remember(self, digest: bytes, result: tuple[Extracted, Any]) -> None:
+        self._cache[digest] = result
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def submit_extract(self, body: bytes, url: str | None, encoding: str | None) -> Future:
+        """A future of ``(Extracted, signatures or None)``."""
+        if self._workers == 0:
+            return _done(_extract_inline(self._inline(), body, url, encoding))
+        return self._submit(_extract_and_sign, body, url, encoding)
+
+    def submit_sign(self, text: str) -> Future:
+        if self._workers == 0:
+            return _done(self._inline()(text))
+        return self._submit(_sign, text)
+
+    def _submit(self, fn: Any, *args: Any) -> Future:
+        try:
+            return self._get_pool().submit(fn, *args)
+        except (BrokenProcessPool, RuntimeError):
+            # A worker died (out of memory, a crash in a C extension): start a fresh pool.
+            logger.warning("scrapy-neardup: extraction worker pool broke; restarting it")
+            self.close(wait=False)
+            return self._get_pool().submit(fn, *args)
+
+    def close(self, wait: bool = True) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=wait, cancel_futures=True)
+            self._pool = None
+
+
+def _noop() -> None:
+    pass
+
+
+def _ignore(future: Future) -> None:
+    future.exception()  # retrieved, so a failed warm-up is not reported as unhandled
+
+
+@contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
+def _extract_inline(signer: Any, body: bytes, url: str | None, encoding: str | None) -> Any:
+    extracted = extract_main_text(body, url, encoding)
+    return extracted, signer(extracted.text) if extracted.text else None
+
+
+def _done(value: Any) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+def default_workers() -> int:
+    return min(os.cpu_count() or 1, 8)

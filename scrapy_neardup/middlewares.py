@@ -1,0 +1,218 @@
+"""The URL filter as a downloader middleware, and the spider middleware that finds page text."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter, is_item
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import TextResponse
+from w3lib.url import safe_url_string
+
+from scrapy_neardup.dupefilter import CHECKED_META
+from scrapy_neardup.exceptions import InvalidURL
+from scrapy_neardup.extraction import Extracted
+from scrapy_neardup.state import NearDupState, PageText
+from scrapy_neardup.twisted_futures import await_future
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+_LINK_RE = re.compile(rb"<link\b[^>]*>", re.IGNORECASE)
+_CANONICAL_RE = re.compile(rb"""\brel\s*=\s*["']?\s*canonical\b""", re.IGNORECASE)
+_HREF_RE = re.compile(rb"""\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORECASE)
+_HEAD_BYTES = 256 * 1024
+
+
+def find_canonical(response: Response) -> str | None:
+    """The absolute ``<link rel="canonical">`` URL of an HTML response, if any.
+
+    A regular expression over the start of the body, not a parse: it runs for every page and
+    the link sits in ``<head>``.
+    """
+    if not isinstance(response, TextResponse):
+        return None
+    head = response.body[:_HEAD_BYTES]
+    end = head.lower().find(b"</head>")
+    if end >= 0:
+        head = head[:end]
+    for tag in _LINK_RE.findall(head):
+        if _CANONICAL_RE.search(tag):
+            href = _HREF_RE.search(tag)
+            if href:
+                raw = next(g for g in href.groups() if g is not None).strip()
+                if raw:
+                    text = raw.decode(response.encoding or "utf-8", errors="replace")
+                    return safe_url_string(response.urljoin(text))
+    return None
+
+
+class UrlFilterMiddleware:
+    """Drops requests for canonical URLs already seen, and responses whose final URL (after
+    redirects) or ``rel=canonical`` was already seen.
+
+    A request the :class:`~scrapy_neardup.dupefilter.NearDupDupeFilter` already checked is
+    not checked twice. ``dont_filter`` and ``meta["neardup_skip"]`` are respected.
+    """
+
+    def __init__(self, state: NearDupState, check_canonical: bool = True) -> None:
+        self.state = state
+        self.check_canonical = check_canonical
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> UrlFilterMiddleware:
+        state = NearDupState.from_crawler(crawler)
+        if not (state.config.enabled and state.config.url_filter):
+            raise NotConfigured("NEARDUP_URL_FILTER is off")
+        return cls(state, state.config.check_canonical)
+
+    def _skip(self, request: Request) -> bool:
+        return request.dont_filter or bool(request.meta.get("neardup_skip"))
+
+    def _seen(self, url: str) -> bool | None:
+        """Test-and-set of ``url``; None when the URL cannot be canonicalised."""
+        try:
+            return self.state.url_seen(self.state.canonical(url))
+        except InvalidURL:
+            self.state.inc("neardup/urls/invalid")
+            return None
+
+    def process_request(self, request: Request, spider: Any = None) -> None:
+        if self._skip(request) or request.meta.get(CHECKED_META) == request.url:
+            return
+        self.state.open()
+        request.meta[CHECKED_META] = request.url
+        if self._seen(request.url):
+            self.state.inc("neardup/urls/filtered")
+            raise IgnoreRequest(f"scrapy-neardup: URL already seen: {request.url}")
+
+    def process_response(
+        self, request: Request, response: Response, spider: Any = None
+    ) -> Response:
+        if self._skip(request):
+            return response
+        try:
+            requested = self.state.canonical(request.url)
+        except InvalidURL:
+            return response
+        redirected = response.url != request.url
+        if (
+            redirected
+            and self._canonical_differs(response.url, requested)
+            and self._seen(response.url)
+        ):
+            self.state.inc("neardup/urls/filtered_redirect")
+            raise IgnoreRequest(f"scrapy-neardup: final URL already seen: {response.url}")
+        if self.check_canonical and 200 <= response.status < 300:
+            canonical = find_canonical(response)
+            if canonical and self._canonical_differs(canonical, requested):
+                seen = self._seen(canonical)
+                # A canonical pointing at the site root is a common misconfiguration; trusting
+                # it would drop every page of the site, so it is recorded but never drops.
+                if seen and not _is_root(canonical):
+                    self.state.inc("neardup/urls/filtered_canonical")
+                    raise IgnoreRequest(
+                        f"scrapy-neardup: rel=canonical {canonical} already seen ({response.url})"
+                    )
+        return response
+
+    def _canonical_differs(self, url: str, requested: str) -> bool:
+        try:
+            return self.state.canonical(url) != requested
+        except InvalidURL:
+            return False
+
+
+def _is_root(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.path in ("", "/") and not parts.query
+
+
+class PageTextMiddleware:
+    """Finds the main text of the page each item came from, so the pipeline can compare it.
+
+    Extraction (and signing) runs in worker processes and only for responses that yield an
+    item without ``NEARDUP_TEXT_FIELD``. When one response yields several items, only the
+    first is given the page's text: the others are different records of one page, which
+    page text cannot tell apart (give them a text field instead).
+    """
+
+    def __init__(self, state: NearDupState) -> None:
+        self.state = state
+        self.config = state.config
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PageTextMiddleware:
+        state = NearDupState.from_crawler(crawler)
+        if not (state.config.enabled and state.config.extract):
+            raise NotConfigured("NEARDUP_EXTRACT is off")
+        return cls(state)
+
+    def _has_text_field(self, item: Any) -> bool:
+        field = self.config.text_field
+        return bool(field) and bool(ItemAdapter(item).get(field))
+
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any], spider: Any = None
+    ) -> AsyncIterator[Any]:
+        given = False
+        async for obj in result:
+            if (
+                is_item(obj)
+                and not self._has_text_field(obj)
+                and not response.meta.get("neardup_skip")
+            ):
+                if not given:
+                    given = True
+                    page = await self.page_text(response)
+                    if page is not None:
+                        self.state.register(obj, page)
+                else:
+                    self.state.inc("neardup/skipped/extra_item")
+            yield obj
+
+    async def page_text(self, response: Response) -> PageText | None:
+        """Text and signatures of a response, from the cache or a worker; None for no text."""
+        body = response.body
+        if not isinstance(response, TextResponse):
+            self.state.inc("neardup/skipped/not_text")
+            return None
+        if len(body) > self.config.max_body_bytes:
+            self.state.inc("neardup/skipped/too_large")
+            logger.info(
+                "scrapy-neardup: %s is %d bytes, over NEARDUP_MAX_BODY_BYTES; not checked",
+                response.url,
+                len(body),
+            )
+            return None
+        extractor = self.state.extractor
+        digest, found = extractor.cached(body)
+        if found is not None:
+            self.state.inc("neardup/extract/cache_hit")
+        else:
+            try:
+                found = await await_future(
+                    extractor.submit_extract(body, response.url, response.encoding)
+                )
+            except Exception as exc:  # a crashed worker must not kill the crawl
+                self.state.inc("neardup/extract/errors")
+                logger.warning("scrapy-neardup: extraction failed for %s: %r", response.url, exc)
+                return None
+            extractor.remember(digest, found)
+        extracted, signed = found
+        self.state.inc(f"neardup/extract/{extracted.how}")
+        if not extracted.text:
+            return None
+        return PageText(response.url, extracted, signed)
+
+
+__all__ = ["Extracted", "PageTextMiddleware", "UrlFilterMiddleware", "find_canonical"]

@@ -1,0 +1,223 @@
+"""Text features: normalisation, tokens (jieba for CJK), shingles and weights.
+
+Pure functions over strings; nothing here knows Scrapy or storage. Features are returned as
+64-bit hashes (numpy ``uint64``) because every backend ends up hashing them anyway and numpy
+lets shingles be formed from token hashes without building one string per shingle.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import xxhash
+
+# Han, kana and hangul: scripts written without spaces between words.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+")
+_CJK_RE = re.compile(rf"[{_CJK}]")
+_WORD_RE = re.compile(r"\w+")
+_WORD_CHARS_RE = re.compile(r"[\W_]+")
+
+_jieba_lock = threading.Lock()
+_jieba = None
+
+
+def normalize(text: str) -> str:
+    """NFKC, case folding and collapsed whitespace: what two copies of one text share."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(text.split())
+
+
+def cjk_ratio(text: str) -> float:
+    """Share of CJK characters among the non-space characters of ``text``."""
+    letters = len(text) - text.count(" ")
+    return len(_CJK_RE.findall(text)) / letters if letters else 0.0
+
+
+def _segmenter():
+    """jieba, imported and initialised once, on first use, without its console chatter."""
+    global _jieba
+    if _jieba is None:
+        with _jieba_lock:
+            if _jieba is None:
+                import jieba
+
+                jieba.setLogLevel(logging.WARNING)
+                jieba.initialize()
+                _jieba = jieba
+    return _jieba
+
+
+def tokenize(text: str) -> list[str]:
+    """Words of a normalised text; runs of CJK characters are segmented with jieba."""
+    if not _CJK_RE.search(text):
+        return _WORD_RE.findall(text)
+    tokens: list[str] = []
+    for run in _TOKEN_RE.findall(text):
+        if _CJK_RE.match(run):
+            tokens.extend(w for w in _segmenter().lcut(run, HMM=True) if w.strip())
+        else:
+            tokens.append(run)
+    return tokens
+
+
+# Token hashes are memoised: word frequencies are Zipfian, so a dict lookup replaces most
+# hash calls. The cache is bounded by clearing it, which costs only a few re-hashes.
+_TOKEN_HASH_CACHE: dict[str, int] = {}
+_TOKEN_HASH_CACHE_MAX = 500_000
+
+
+def hash_tokens(tokens: Sequence[str]) -> np.ndarray:
+    """64-bit xxh3 hash of each token, as a ``uint64`` array."""
+    cache = _TOKEN_HASH_CACHE
+    if len(cache) > _TOKEN_HASH_CACHE_MAX:
+        cache.clear()
+    hashes = list(map(cache.get, tokens))
+    if None in hashes:
+        for i, h in enumerate(hashes):
+            if h is None:
+                tok = tokens[i]
+                hashes[i] = cache[tok] = xxhash.xxh3_64_intdigest(
+                    tok.encode("utf-8", "surrogatepass")
+                )
+    return np.array(hashes, dtype=np.uint64)
+
+
+_MIX1 = np.uint64(0xFF51AFD7ED558CCD)
+_MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
+_ROLL = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _fmix64(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser: spreads combined hashes over all bits."""
+    h = h ^ (h >> np.uint64(33))
+    h = h * _MIX1
+    h = h ^ (h >> np.uint64(33))
+    h = h * _MIX2
+    return h ^ (h >> np.uint64(33))
+
+
+def shingle_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
+    """Hashes of the ``n``-grams of a sequence of hashes (one shingle of all if shorter)."""
+    if n < 1:
+        raise ValueError(f"shingle size must be >= 1, got {n}")
+    if n == 1 or len(hashes) == 0:
+        return hashes
+    if len(hashes) < n:
+        n = len(hashes)
+    count = len(hashes) - n + 1
+    with np.errstate(over="ignore"):
+        combined = hashes[:count].copy()
+        for i in range(1, n):
+            combined = combined * _ROLL + hashes[i : i + count]
+        return _fmix64(combined)
+
+
+def char_sequence(text: str) -> list[str]:
+    """The characters of a normalised text without spaces and punctuation (for char shingles)."""
+    return list(_WORD_CHARS_RE.sub("", text))
+
+
+@dataclass(frozen=True)
+class ShingleSpec:
+    """What a feature is: ``word`` or ``char`` n-grams of size ``size``."""
+
+    unit: str = "word"
+    size: int = 3
+
+    def __post_init__(self) -> None:
+        if self.unit not in ("word", "char"):
+            raise ValueError(f"shingle unit must be 'word' or 'char', got {self.unit!r}")
+        if not 1 <= self.size <= 16:
+            raise ValueError(f"shingle size must be 1..16, got {self.size}")
+
+    @classmethod
+    def parse(cls, value: str | ShingleSpec) -> ShingleSpec:
+        """``"word:3"`` or ``"char:4"``."""
+        if isinstance(value, ShingleSpec):
+            return value
+        unit, _, size = str(value).partition(":")
+        try:
+            return cls(unit.strip(), int(size or 3))
+        except ValueError as exc:
+            raise ValueError(f"shingles must look like 'word:3' or 'char:4': {exc}") from None
+
+    def __str__(self) -> str:
+        return f"{self.unit}:{self.size}"
+
+
+@dataclass
+class Document:
+    """One text and the features derived from it, each computed once and only when asked."""
+
+    text: str
+    _shingles: dict[ShingleSpec, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def normalized(self) -> str:
+        return normalize(self.text)
+
+    @cached_property
+    def tokens(self) -> list[str]:
+        return tokenize(self.normalized)
+
+    @cached_property
+    def token_hashes(self) -> np.ndarray:
+        return hash_tokens(self.tokens)
+
+    @cached_property
+    def is_cjk(self) -> bool:
+        return cjk_ratio(self.normalized) > 0.3
+
+    def shingles(self, spec: ShingleSpec) -> np.ndarray:
+        """Hashed shingles (with repeats, in text order) for ``spec``."""
+        found = self._shingles.get(spec)
+        if found is None:
+            if spec.unit == "word":
+                base = self.token_hashes
+            else:
+                base = hash_tokens(char_sequence(self.normalized))
+            found = self._shingles[spec] = shingle_hashes(base, spec.size)
+        return found
+
+    def shingle_strings(self, spec: ShingleSpec) -> list[str]:
+        """Shingles as strings, for libraries that hash features themselves."""
+        units = self.tokens if spec.unit == "word" else char_sequence(self.normalized)
+        sep = " " if spec.unit == "word" else ""
+        n = min(spec.size, len(units))
+        if n <= 1:
+            return list(units)
+        return [sep.join(units[i : i + n]) for i in range(len(units) - n + 1)]
+
+
+def term_weights(
+    features: Iterable[str], idf: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """Counts of each feature, times its inverse document frequency when ``idf`` is given.
+
+    Features missing from ``idf`` get the largest idf seen (they are rare by definition).
+    """
+    counts = Counter(features)
+    if idf is None:
+        return dict(counts)
+    default = max(idf.values(), default=1.0)
+    return {f: c * idf.get(f, default) for f, c in counts.items()}
+
+
+def fit_idf(documents: Iterable[Iterable[str]]) -> dict[str, float]:
+    """Smoothed inverse document frequencies, ``log((1 + N) / (1 + df)) + 1``, as scikit-learn."""
+    df: Counter[str] = Counter()
+    n = 0
+    for features in documents:
+        n += 1
+        df.update(set(features))
+    return {f: math.log((1 + n) / (1 + d)) + 1.0 for f, d in df.items()}

@@ -1,0 +1,66 @@
+"""Runs one crawl of the example project's demo spider in a fresh process, as a user would.
+
+    python tests/crawl_runner.py '{"start_url": ..., "settings": {...}, "out": "result.json"}'
+
+Writes the kept items, the dropped items with their reasons, the crawl's stats and every
+warning raised to ``out``. A separate process per crawl: a Twisted reactor cannot restart.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "example_project"))
+
+
+def main() -> None:
+    args = json.loads(sys.argv[1])
+    caught: list[str] = []
+
+    def record(message, category, filename, lineno, file=None, line=None):
+        caught.append(f"{category.__name__}: {message} ({filename}:{lineno})")
+
+    warnings.simplefilter("always")
+    warnings.showwarning = record
+
+    from demo.spiders.demo import DemoSpider
+    from scrapy import signals
+    from scrapy.crawler import CrawlerProcess
+
+    settings = {
+        "ADDONS": {"scrapy_neardup.Addon": 500},
+        "LOG_LEVEL": "INFO",
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        **args.get("settings", {}),
+    }
+    kept: list[dict] = []
+    dropped: list[dict] = []
+    process = CrawlerProcess(settings=settings)
+    crawler = process.create_crawler(DemoSpider)
+
+    def on_scraped(item, **kwargs):
+        kept.append(dict(item))
+
+    def on_dropped(item, exception, **kwargs):
+        dropped.append({**dict(item), "reason": str(exception)})
+
+    crawler.signals.connect(on_scraped, signal=signals.item_scraped)
+    crawler.signals.connect(on_dropped, signal=signals.item_dropped)
+    process.crawl(crawler, start_url=args["start_url"])
+    process.start()
+    stats = {
+        k: (v if isinstance(v, (int, float, str)) else str(v))
+        for k, v in crawler.stats.get_stats().items()
+    }
+    Path(args["out"]).write_text(
+        json.dumps({"kept": kept, "dropped": dropped, "stats": stats, "warnings": caught}, indent=1)
+    )
+
+
+if __name__ == "__main__":
+    main()

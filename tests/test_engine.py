@@ -1,0 +1,602 @@
+"""The engine: recall and precision of every backend on corpora with known near-duplicates,
+cluster bookkeeping, the short-text fallback, and saved state.
+
+Recall and precision are measured on three corpora built by ``tests/corpus.py``: the real
+English article bodies and the real Chinese news pages from ``../shared/data`` (skipped where
+that is absent), and a synthetic corpus generated in code (always run). Run this file as a
+script (``PYTHONPATH=. python tests/test_engine.py``) to print the measured table that the
+floors below rest on.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import struct
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+
+import corpus as C
+import pytest
+
+from scrapy_neardup.engine import MAGIC, Deduplicator, Signed, Verdict
+from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.text import Document
+
+METHODS = ("exact", "simhash", "minhash", "spotsigs")
+NEAR_METHODS = ("simhash", "minhash", "spotsigs")
+
+# -- corpora, signed once per method -----------------------------------------------------------
+
+
+def _load(name: str) -> C.Corpus:
+    if name == "synthetic":
+        return C.synthetic_corpus()
+    reason = C.real_data_missing()
+    if reason:
+        pytest.skip(f"real data skipped: {reason}")
+    return C.real_english_corpus() if name == "en" else C.real_chinese_corpus()
+
+
+@functools.cache
+def corpus(name: str) -> C.Corpus:
+    return _load(name)
+
+
+@functools.cache
+def documents(name: str) -> dict[str, Document]:
+    # One Document per text, shared by all methods: tokens and shingles are computed once.
+    c = corpus(name)
+    return {s.key: Document(s.text) for s in (*c.originals, *c.variants, *c.negatives)}
+
+
+@functools.cache
+def signed(name: str, method: str) -> dict[str, Signed]:
+    dedup = Deduplicator(method)
+    return {key: dedup.sign(doc) for key, doc in documents(name).items()}
+
+
+# -- evaluation ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Evaluation:
+    """Outcome of one method on one corpus.
+
+    Originals go into one deduplicator with ``check`` (none may be a duplicate of another);
+    each variant is then looked up without being added, so that every variant is judged
+    against the originals alone and one missed variant cannot stand in for its original.
+    Negatives (different articles in one boilerplate) go into a deduplicator of their own.
+    """
+
+    found: Counter = field(default_factory=Counter)  # (transform, language) -> variants found
+    total: Counter = field(default_factory=Counter)
+    true_matches: int = 0
+    false_matches: list = field(default_factory=list)  # (key, wrongly matched key, similarity)
+
+    def recall(self, transform: str, languages: tuple[str, ...] = ("en", "zh")) -> float | None:
+        found = sum(self.found[transform, lang] for lang in languages)
+        total = sum(self.total[transform, lang] for lang in languages)
+        return found / total if total else None
+
+    @property
+    def precision(self) -> float:
+        matches = self.true_matches + len(self.false_matches)
+        return self.true_matches / matches if matches else 1.0
+
+
+def lookup(dedup: Deduplicator, s: Signed) -> list:
+    """What ``check_signed`` would match, without adding anything (same order: exact first)."""
+    matches = dedup.exact.query(s.exact)
+    if not matches and s.near is not None and dedup.near is not None:
+        matches = dedup.near.query(s.near)
+    return matches
+
+
+@functools.cache
+def evaluate(name: str, method: str) -> Evaluation:
+    c, sigs = corpus(name), signed(name, method)
+    language = {s.key: C.language(s.text) for s in c.originals}
+    result = Evaluation()
+    dedup = Deduplicator(method)
+    for s in c.originals:
+        verdict = dedup.check_signed(s.key, sigs[s.key])
+        if verdict.is_duplicate:
+            result.false_matches.append((s.key, verdict.duplicate_of, verdict.similarity))
+    for v in c.variants:
+        cell = (v.transform, language[v.origin])
+        result.total[cell] += 1
+        for match in lookup(dedup, sigs[v.key]):
+            if match.key == v.origin:
+                result.found[cell] += 1
+                result.true_matches += 1
+            else:
+                result.false_matches.append((v.key, match.key, match.similarity))
+    negatives = Deduplicator(method)
+    for s in c.negatives:
+        verdict = negatives.check_signed(s.key, sigs[s.key])
+        if verdict.is_duplicate:
+            result.false_matches.append((s.key, verdict.duplicate_of, verdict.similarity))
+    return result
+
+
+# -- floors ----------------------------------------------------------------------------------
+#
+# Measured with seed 0 (``PYTHONPATH=. python tests/test_engine.py`` prints the table); every
+# number is deterministic for given library versions (xxhash, fixed MinHash permutations, jieba's
+# dictionary), so floors sit a little below the measurement: low enough to survive a changed
+# jieba dictionary or trafilatura release, high enough that a broken index or feature fails.
+#
+# Recall counts variants of English-prose and Chinese originals: SpotSigs' antecedents are
+# English and Chinese stopwords, so on the benchmark's 21 Korean, Russian, Portuguese,
+# Indonesian, ... bodies it has few or no spot signatures at all (a documented limitation;
+# ``test_spotsigs_depends_on_language`` pins it). Those are reported separately below.
+#
+# Precision is 1.0 for every backend on every corpus: no original matched another original,
+# no variant matched an article other than its own, and no two different articles in one
+# shared boilerplate matched each other.
+#
+# SimHash (k=3 of 64 bits, word bigrams) only catches pairs with a cosine similarity of about
+# 0.99 (its module docstring: expected Hamming distance 64 * theta / pi): template moves and
+# the lightest edits. A 1% word edit changes ~2% of the bigrams and lands around 3-4 bits,
+# so about half are caught; 5% edits (~10% of the bigrams, ~8 bits) and boilerplate or an ads
+# paragraph that adds 10-40% new bigrams mostly are not. Its floors pin what it achieves.
+#
+# The exact backend matches only normalised copies: 0 recall on every transformation, by
+# design (its only job here is the precision on non-duplicates).
+ALL = (C.EDIT1, C.EDIT5, C.INSERT_AD, C.REORDER, C.DROP, C.BOILERPLATE, C.REPRINT, C.NATURAL)
+
+FLOORS: dict[tuple[str, str], dict[str, float]] = {
+    # Real English bodies: 154 English-prose variants per transformation (144 for a dropped
+    # paragraph). Measured: minhash 1.0 everywhere but boilerplate 0.961 (6 misses, all bodies of
+    # 100-150 words, where ~110 words of boilerplate push word-trigram Jaccard below 0.5);
+    # spotsigs 1.0, 1.0, 0.994, 1.0, 1.0, 0.987; simhash .571 .026 .377 .444 .521 .110.
+    ("en", "minhash"): {C.EDIT1: 0.97, C.EDIT5: 0.97, C.INSERT_AD: 0.97, C.REORDER: 0.97,
+                        C.DROP: 0.97, C.BOILERPLATE: 0.93},
+    ("en", "spotsigs"): {C.EDIT1: 0.97, C.EDIT5: 0.97, C.INSERT_AD: 0.97, C.REORDER: 0.97,
+                         C.DROP: 0.97, C.BOILERPLATE: 0.95},
+    ("en", "simhash"): {C.EDIT1: 0.5, C.EDIT5: 0.0, C.INSERT_AD: 0.33, C.REORDER: 0.4,
+                        C.DROP: 0.45, C.BOILERPLATE: 0.08},
+    # Real Chinese pages: 29 originals (30 pages, one of them the natural pair's second
+    # text), 25 Chinese variants per transformation (one miss = 0.04) and the natural pair.
+    # Measured: minhash 1.0 but edit5% 0.92; spotsigs 1.0 but edit5% 0.96; simhash .44 .04
+    # .76 .52 .32 .28 and the natural pair (one character apart) found.
+    ("zh", "minhash"): {C.EDIT1: 0.95, C.EDIT5: 0.85, C.INSERT_AD: 0.95, C.REORDER: 0.95,
+                        C.BOILERPLATE: 0.95, C.REPRINT: 0.95, C.NATURAL: 1.0},
+    ("zh", "spotsigs"): {C.EDIT1: 0.95, C.EDIT5: 0.88, C.INSERT_AD: 0.95, C.REORDER: 0.95,
+                         C.BOILERPLATE: 0.95, C.REPRINT: 0.95, C.NATURAL: 1.0},
+    ("zh", "simhash"): {C.EDIT1: 0.36, C.EDIT5: 0.0, C.INSERT_AD: 0.68, C.REORDER: 0.44,
+                        C.BOILERPLATE: 0.24, C.REPRINT: 0.2, C.NATURAL: 1.0},
+    # Synthetic: 52 variants per transformation (19 dropped paragraphs, 12 reprints) of short
+    # generated articles (100-400 words). Measured: minhash 1.0 but edit5% 0.962 and
+    # boilerplate 0.942; spotsigs 1.0 everywhere; simhash .635 .135 .462 .865 .474 .115 .083.
+    ("synthetic", "minhash"): {C.EDIT1: 0.96, C.EDIT5: 0.92, C.INSERT_AD: 0.96,
+                               C.REORDER: 0.96, C.DROP: 0.94, C.BOILERPLATE: 0.9,
+                               C.REPRINT: 0.9},
+    ("synthetic", "spotsigs"): {C.EDIT1: 0.96, C.EDIT5: 0.96, C.INSERT_AD: 0.96,
+                                C.REORDER: 0.96, C.DROP: 0.94, C.BOILERPLATE: 0.96,
+                                C.REPRINT: 0.9},
+    ("synthetic", "simhash"): {C.EDIT1: 0.55, C.EDIT5: 0.08, C.INSERT_AD: 0.4,
+                               C.REORDER: 0.8, C.DROP: 0.35, C.BOILERPLATE: 0.07,
+                               C.REPRINT: 0.0},
+    ("en", "exact"): {},
+    ("zh", "exact"): {},
+    ("synthetic", "exact"): {},
+}  # fmt: skip
+
+CORPORA = ("synthetic", "en", "zh")
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("name", CORPORA)
+def test_precision_is_perfect(name: str, method: str) -> None:
+    result = evaluate(name, method)
+    assert result.false_matches == []
+    assert result.precision == 1.0
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("name", CORPORA)
+def test_recall_floors(name: str, method: str) -> None:
+    result = evaluate(name, method)
+    floors = FLOORS[name, method]
+    measured = {t: result.recall(t) for t in ALL if result.recall(t) is not None}
+    for transform, floor in floors.items():
+        assert measured[transform] >= floor, (transform, measured)
+    if method == "exact":
+        assert all(value == 0.0 for value in measured.values())  # copies only, by design
+
+
+@pytest.mark.parametrize("method", ("minhash", "spotsigs"))
+@pytest.mark.parametrize("name", CORPORA)
+def test_minhash_and_spotsigs_catch_light_edits(name: str, method: str) -> None:
+    # The headline promise: word edits of up to 5% are found (>= 0.95 of them). Chinese 5%
+    # edits replace characters, and each one also changes jieba's segmentation around it (a
+    # 5% character edit touches ~8% of the tokens and ~25% of the word trigrams): measured
+    # 0.92 (minhash) and 0.96 (spotsigs) on the real pages, 10 of 12 (minhash) on the short
+    # synthetic Chinese articles, so >= 0.8 there.
+    result = evaluate(name, method)
+    for transform, languages, floor in (
+        (C.EDIT1, ("en", "zh"), 0.95),
+        (C.EDIT5, ("en",), 0.95),
+        (C.EDIT5, ("zh",), 0.8),
+    ):
+        recall = result.recall(transform, languages)
+        assert recall is None or recall >= floor, (transform, languages, recall)
+
+
+def test_spotsigs_depends_on_language() -> None:
+    # Korean and Russian bodies of the benchmark: no English/Chinese antecedent, no signature.
+    from scrapy_neardup.algorithms import SpotSigsMethod
+
+    method = SpotSigsMethod()
+    assert len(method.signature(Document("Наши герои знают толк не только во вкусе " * 20))) == 0
+    assert len(method.signature(Document("엘제이의 리벤지인가, 류화영의 코스프레인가 " * 20))) == 0
+    # MinHash is language-agnostic: on the benchmark's other-language bodies it keeps its recall.
+    if C.real_data_missing() is None:
+        result = evaluate("en", "minhash")
+        for transform in (C.EDIT1, C.EDIT5, C.REORDER, C.DROP, C.INSERT_AD):
+            assert result.recall(transform, ("other",)) >= 0.95
+
+
+# -- clusters: first seen wins ------------------------------------------------------------------
+
+SYNTHETIC = C.synthetic_articles()
+ARTICLE_A = SYNTHETIC["syn-en-000"]
+ARTICLE_B = SYNTHETIC["syn-en-001"]
+ARTICLE_ZH = SYNTHETIC["syn-zh-000"]
+
+
+def same_tokens(text: str) -> str:
+    """Other punctuation, same tokens: not an exact copy, but every near method sees it as one."""
+    return text.replace(",", ";").replace(".", "!")
+
+
+@pytest.mark.parametrize("method", NEAR_METHODS)
+def test_first_seen_wins_and_clusters(method: str) -> None:
+    dedup = Deduplicator(method)
+    assert dedup.check("a", ARTICLE_A) == Verdict("a")
+    b = dedup.check("b", same_tokens(ARTICLE_A))
+    assert (b.duplicate_of, b.method, b.similarity, b.short) == ("a", method, 1.0, False)
+    assert b.is_duplicate
+    assert not dedup.check("d", ARTICLE_B).is_duplicate
+    assert dedup.check("c", same_tokens(ARTICLE_A).replace(";", ":")).duplicate_of == "a"
+    assert dedup.check("e", same_tokens(ARTICLE_B)).duplicate_of == "d"
+    f = dedup.check("f", "  " + ARTICLE_A.upper() + "\n")  # a normalised copy
+    assert (f.duplicate_of, f.method, f.similarity) == ("a", "exact", 1.0)
+    # A copy of a member joins the member's head: only heads are indexed.
+    g = dedup.check("g", same_tokens(ARTICLE_A))
+    assert g.duplicate_of == "a"
+    assert g.method == method
+
+    assert len(dedup) == 2
+    assert set(dedup.members) == {"b", "c", "e", "f", "g"}
+    assert dedup.members["b"].head == "a"
+    assert dedup.members["f"].method == "exact"
+    clusters = dedup.clusters()
+    assert list(clusters) == ["a", "d"]
+    assert [m.key for m in clusters["a"]] == ["b", "c", "f", "g"]  # in the order they came
+    assert [m.key for m in clusters["d"]] == ["e"]
+    assert dedup.counts == Counter(
+        {"documents": 7, "kept": 2, f"duplicates/{method}": 4, "duplicates/exact": 1}
+    )
+
+
+@pytest.mark.parametrize("method", NEAR_METHODS)
+def test_first_seen_wins_in_either_order(method: str) -> None:
+    dedup = Deduplicator(method)
+    assert not dedup.check("late-copy", same_tokens(ARTICLE_ZH)).is_duplicate
+    assert dedup.check("original", ARTICLE_ZH).duplicate_of == "late-copy"
+    assert dedup.clusters() == {"late-copy": [dedup.members["original"]]}
+
+
+def test_a_chain_of_edits_cannot_drift_from_its_head() -> None:
+    # Paragraphs of different articles: A = p0..p3, A1 = p1..p4, A2 = p2..p5. A1 is close to A
+    # (about 3 of 5 paragraphs' spot signatures shared), A2 close to A1 but not to A. A2 is
+    # kept: A1 is a member, not a head, so nothing drifts away from A one edit at a time.
+    paras = [C.paragraphs(SYNTHETIC[f"syn-en-{i:03d}"])[0] for i in range(10, 16)]
+    texts = ["\n\n".join(paras[i : i + 4]) for i in range(3)]
+    dedup = Deduplicator("spotsigs")
+    method = dedup.method
+    a, a1, a2 = (method.signature(Document(t)) for t in texts)
+    assert method.similarity(a, a1) is not None
+    assert method.similarity(a1, a2) is not None
+    assert method.similarity(a, a2) is None
+    assert not dedup.check("A", texts[0]).is_duplicate
+    assert dedup.check("A1", texts[1]).duplicate_of == "A"
+    assert not dedup.check("A2", texts[2]).is_duplicate
+    assert len(dedup) == 2
+
+
+def test_stream_of_the_whole_corpus_through_check() -> None:
+    # Everything in one seeded random order through check(): a variant may come before its
+    # original and become the head; every duplicate verdict must stay within one article.
+    c = corpus("synthetic")
+    samples = [*c.originals, *c.variants]
+    random.Random(3).shuffle(samples)
+    origin = {s.key: s.origin for s in samples}
+    for method in NEAR_METHODS:
+        dedup = Deduplicator(method)
+        sigs = signed("synthetic", method)
+        for s in samples:
+            verdict = dedup.check_signed(s.key, sigs[s.key])
+            if verdict.is_duplicate:
+                assert origin[verdict.duplicate_of] == s.origin, (method, verdict)
+        assert len(dedup) + len(dedup.members) == len(samples)
+        assert dedup.counts["documents"] == len(samples)
+        # At least one head per article; more where a variant came first and a later variant
+        # is further from it than from the original (measured: spotsigs 55 and minhash 63
+        # heads for 52 articles; simhash 224, as it misses most edits).
+        assert len(dedup) >= len(c.originals)
+        bound = {"spotsigs": 1.1, "minhash": 1.25, "simhash": 6.0}[method]
+        assert len(dedup) <= len(c.originals) * bound
+
+
+# -- short documents -------------------------------------------------------------------------
+
+SHORT = "The council approved the new budget for the harbour bridge on Monday."
+
+
+@pytest.mark.parametrize("method", NEAR_METHODS)
+def test_short_documents_fall_back_to_exact(method: str) -> None:
+    dedup = Deduplicator(method)
+    assert len(Document(SHORT).tokens) < dedup.min_tokens == 50
+    first = dedup.check("s1", SHORT)
+    assert first == Verdict("s1", short=True)
+    assert dedup.counts["short"] == 1
+    # One word changed: a near-duplicate, but short texts are matched exactly only.
+    second = dedup.check("s2", SHORT.replace("Monday", "Tuesday"))
+    assert not second.is_duplicate
+    assert second.short
+    copy = dedup.check("s3", SHORT.upper() + "  ")
+    assert (copy.duplicate_of, copy.method, copy.similarity, copy.short) == (
+        "s1",
+        "exact",
+        1.0,
+        True,
+    )
+    assert dedup.counts == Counter({"documents": 3, "short": 3, "kept": 2, "duplicates/exact": 1})
+    assert dedup.near is not None
+    assert len(dedup.near) == 0  # short texts never enter the near index
+    assert len(dedup) == 2
+
+
+def test_min_tokens_sets_the_floor() -> None:
+    dedup = Deduplicator("spotsigs", min_tokens=5)
+    assert not dedup.check("s1", SHORT).short
+    verdict = dedup.check("s2", SHORT.replace("Monday", "Tuesday"))
+    assert verdict.duplicate_of == "s1"
+    assert verdict.method == "spotsigs"
+    assert dedup.counts["short"] == 0
+    assert Deduplicator("minhash", min_tokens=0).check("empty", "").short is False
+    with pytest.raises(ValueError, match="min_tokens"):
+        Deduplicator("simhash", min_tokens=-1)
+
+
+def test_exact_method_does_not_count_short() -> None:
+    dedup = Deduplicator("exact")
+    assert dedup.near is None
+    assert dedup.check("s1", SHORT).short
+    assert dedup.check("s2", SHORT.lower()).duplicate_of == "s1"
+    assert dedup.check("a", ARTICLE_A).short  # everything is "exact only" for this method
+    assert "short" not in dedup.counts
+
+
+def test_short_real_pages_are_counted() -> None:
+    c = corpus("zh")
+    docs = documents("zh")
+    dedup = Deduplicator("simhash")
+    short = {s.key for s in c.originals if len(docs[s.key].tokens) < 50}
+    assert short  # a few pages hold almost no text (a navigation bar, a teaser)
+    for s in c.originals:
+        assert dedup.check(s.key, docs[s.key]).short == (s.key in short)
+    assert dedup.counts["short"] == len(short)
+
+
+# -- exact duplicates ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_exact_duplicate_of_a_kept_document(method: str) -> None:
+    dedup = Deduplicator(method)
+    dedup.check("a", ARTICLE_A)
+    for i, copy in enumerate(
+        (ARTICLE_A, ARTICLE_A.upper(), ARTICLE_A.replace(" ", "\u3000"), f"\n {ARTICLE_A} \t")
+    ):
+        verdict = dedup.check(f"copy{i}", copy)
+        assert (verdict.duplicate_of, verdict.method, verdict.similarity) == ("a", "exact", 1.0)
+    assert dedup.counts["duplicates/exact"] == 4
+    assert len(dedup) == 1
+
+
+# -- persistence -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_persistence_round_trip_gives_identical_verdicts(method: str) -> None:
+    c = corpus("synthetic")
+    samples = [*c.originals, *c.variants]
+    random.Random(11).shuffle(samples)
+    first, rest = samples[: len(samples) // 2], samples[len(samples) // 2 :]
+    docs = documents("synthetic")
+    before = Deduplicator(method)
+    for s in first:
+        before.check(s.key, docs[s.key])
+    data = before.to_bytes()
+    assert data.startswith(MAGIC)
+
+    after = Deduplicator(method)
+    after.load_bytes(data)
+    assert len(after) == len(before)
+    assert after.members == before.members
+    assert after.clusters() == before.clusters()
+    assert after.counts == before.counts
+    assert after.to_bytes() == data
+    duplicates = 0
+    for s in rest:
+        verdict = before.check(s.key, docs[s.key])
+        assert after.check(s.key, docs[s.key]) == verdict
+        duplicates += verdict.is_duplicate
+    assert duplicates > 0 or method == "exact"
+    assert after.to_bytes() == before.to_bytes()
+
+
+def _state(method: str = "simhash", **params: object) -> bytes:
+    dedup = Deduplicator(method, **params)
+    dedup.check("a", ARTICLE_A)
+    dedup.check("b", same_tokens(ARTICLE_A))
+    dedup.check("c", ARTICLE_B)
+    dedup.check("s", SHORT)
+    return dedup.to_bytes()
+
+
+def test_empty_state_round_trip() -> None:
+    data = Deduplicator("minhash").to_bytes()
+    loaded = Deduplicator("minhash")
+    loaded.load_bytes(data)
+    assert len(loaded) == 0
+    assert loaded.members == {}
+
+
+@pytest.mark.parametrize("method", ("simhash", "exact"))
+def test_truncated_state_raises_state_error_at_every_length(method: str) -> None:
+    data = _state(method)
+    for cut in range(len(data)):
+        with pytest.raises(StateError):
+            Deduplicator(method).load_bytes(data[:cut])
+
+
+@pytest.mark.parametrize("method", ("minhash", "spotsigs"))
+def test_truncated_state_raises_state_error(method: str) -> None:
+    data = _state(method)
+    rng = random.Random(method)
+    for cut in {0, 1, 4, 6, 9, 10, 11, len(data) - 1, *rng.sample(range(len(data)), 40)}:
+        with pytest.raises(StateError):
+            Deduplicator(method).load_bytes(data[:cut])
+
+
+def test_bad_magic() -> None:
+    data = _state()
+    with pytest.raises(StateError, match="bad magic"):
+        Deduplicator("simhash").load_bytes(b"XDUP" + data[4:])
+    with pytest.raises(StateError, match="bad magic"):
+        Deduplicator("simhash").load_bytes(b"\x00" * 64)
+
+
+@pytest.mark.parametrize("version", [0, 2, 0xFFFF])
+def test_other_format_version(version: int) -> None:
+    data = _state()
+    with pytest.raises(StateError, match=f"version {version}"):
+        Deduplicator("simhash").load_bytes(data[:4] + struct.pack("<H", version) + data[6:])
+
+
+@pytest.mark.parametrize(
+    ("saved", "loading", "what"),
+    [
+        (("simhash", {}), ("minhash", {}), "method"),
+        (("minhash", {}), ("spotsigs", {}), "method"),
+        (("simhash", {}), ("exact", {}), "method"),
+        (("exact", {}), ("simhash", {}), "method"),
+        (("simhash", {}), ("simhash", {"k": 4}), "params"),
+        (("simhash", {}), ("simhash", {"shingles": "word:1"}), "params"),
+        (("minhash", {}), ("minhash", {"threshold": 0.7}), "params"),
+        (("minhash", {}), ("minhash", {"seed": 2}), "params"),
+        (("spotsigs", {}), ("spotsigs", {"chain": 3}), "params"),
+        (("spotsigs", {}), ("spotsigs", {"threshold": 0.6}), "params"),
+        (("simhash", {}), ("simhash", {"min_tokens": 30}), "min_tokens"),
+    ],
+)
+def test_state_of_another_method_or_parameters(saved: tuple, loading: tuple, what: str) -> None:
+    data = _state(saved[0], **saved[1])
+    dedup = Deduplicator(loading[0], **loading[1])
+    with pytest.raises(StateError, match=f"state was written with {what}="):
+        dedup.load_bytes(data)
+
+
+def _with_meta(data: bytes, meta: bytes) -> bytes:
+    (length,) = struct.unpack("<I", data[6:10])
+    return data[:6] + struct.pack("<I", len(meta)) + meta + data[10 + length :]
+
+
+def test_corrupt_meta_and_signatures() -> None:
+    data = _state()
+    (length,) = struct.unpack("<I", data[6:10])
+    with pytest.raises(StateError, match="corrupt"):
+        Deduplicator("simhash").load_bytes(_with_meta(data, b"{not json" + b" " * length))
+    with pytest.raises(StateError, match="corrupt"):
+        Deduplicator("simhash").load_bytes(_with_meta(data, b"\xff\xfe{}"))
+    # The first exact head's signature blob, declared one byte short.
+    pos = 10 + length + 8
+    (key_len,) = struct.unpack("<I", data[pos : pos + 4])
+    sig_at = pos + 4 + key_len
+    short_sig = data[:sig_at] + struct.pack("<I", 15) + data[sig_at + 4 : sig_at + 19]
+    with pytest.raises(StateError):
+        Deduplicator("simhash").load_bytes(short_sig + data[sig_at + 20 :])
+    with pytest.raises(StateError):
+        Deduplicator("simhash").load_bytes(b"")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine bug: load_bytes indexes meta[field] outside iter_state's error handling, so "
+    "meta that is valid JSON but not an object with method/params/min_tokens/counts raises "
+    "KeyError/TypeError instead of StateError",
+)
+@pytest.mark.parametrize("meta", [b"{}", b"[]", b"null", b'{"method": "simhash"}'])
+def test_meta_without_fields_is_a_state_error(meta: bytes) -> None:
+    with pytest.raises(StateError):
+        Deduplicator("simhash").load_bytes(_with_meta(_state(), meta))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine bug: load_bytes adds heads while it reads, so a state that turns out to be "
+    "truncated or corrupt further on leaves the deduplicator half loaded (heads in the index, "
+    "counts and members missing)",
+)
+def test_failed_load_leaves_the_deduplicator_empty() -> None:
+    dedup = Deduplicator("simhash")
+    with pytest.raises(StateError):
+        dedup.load_bytes(_state()[:-3])
+    assert len(dedup) == 0
+    assert not dedup.check("a", ARTICLE_A).is_duplicate
+
+
+# -- the report ------------------------------------------------------------------------------
+
+
+def report(names: tuple[str, ...] = CORPORA) -> str:
+    lines = []
+    for name in names:
+        try:
+            c = corpus(name)
+        except pytest.skip.Exception as exc:
+            lines.append(f"{name}: skipped ({exc})")
+            continue
+        lines.append(
+            f"\n{name}: {len(c.originals)} originals, {len(c.variants)} variants, "
+            f"{len(c.negatives)} negatives"
+        )
+        transforms = [t for t in ALL if t in c.transforms()]
+        lines.append("method    lang   " + " ".join(f"{t:>14}" for t in transforms) + "  precision")
+        for method in METHODS:
+            result = evaluate(name, method)
+            for langs in (("en", "zh"), ("other",)):
+                cells = []
+                for t in transforms:
+                    r = result.recall(t, langs)
+                    n = sum(result.total[t, lang] for lang in langs)
+                    cells.append(f"{'-':>14}" if r is None else f"{r:8.3f} ({n:3d})")
+                if all(cell.strip() == "-" for cell in cells):
+                    continue
+                lines.append(
+                    f"{method:9s} {'+'.join(langs):6s} "
+                    + " ".join(cells)
+                    + f"  {result.precision:.3f} ({len(result.false_matches)} false)"
+                )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report(tuple(sys.argv[1:]) or CORPORA))

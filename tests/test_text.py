@@ -1,0 +1,281 @@
+"""Text features: normalisation, tokens (jieba for CJK), shingle hashes, weights."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import xxhash
+
+from scrapy_neardup.text import (
+    Document,
+    ShingleSpec,
+    cjk_ratio,
+    fit_idf,
+    hash_tokens,
+    normalize,
+    shingle_hashes,
+    term_weights,
+    tokenize,
+)
+
+# -- normalize -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("ＨＥＬＬＯ　Ｗｏｒｌｄ１２３", "hello world123"),  # full-width letters, digits, space
+        ("ｆｕｌｌ－ｗｉｄｔｈ，ｔｅｘｔ！", "full-width,text!"),  # full-width punctuation
+        ("ﬁne ﬂour", "fine flour"),  # ligatures
+        ("① Ⅻ ㎞", "1 xii km"),  # compatibility forms
+        ("Straße GROSS", "strasse gross"),  # case folding, not just lower()
+        ("ΣΊΣΥΦΟΣ", "σίσυφοσ"),  # casefold maps final sigma too
+        ("  a \t b\n\nc\u00a0d\u3000e  ", "a b c d e"),  # every kind of whitespace
+        ("中文，全角：ＡＢＣ", "中文,全角:abc"),
+        ("", ""),
+        (" \n\t ", ""),
+    ],
+)
+def test_normalize(raw: str, expected: str) -> None:
+    assert normalize(raw) == expected
+
+
+def test_normalize_is_idempotent_and_makes_copies_equal() -> None:
+    a = "The  Harbour Bridge\nreopens ON Monday."
+    b = "the harbour bridge reopens on monday."
+    assert normalize(a) == normalize(b)
+    assert normalize(normalize(a)) == normalize(a)
+    assert normalize("Ｔｈｅ　ｈａｒｂｏｕｒ") == normalize("the harbour")
+
+
+def test_cjk_ratio() -> None:
+    assert cjk_ratio("") == 0.0
+    assert cjk_ratio("hello world") == 0.0
+    assert cjk_ratio("北京") == 1.0
+    assert cjk_ratio("北京 ab") == pytest.approx(0.5)
+    assert Document("这是一篇中文新闻，报道了北京的天气。").is_cjk
+    assert not Document("An English sentence with 北京 in it.").is_cjk
+
+
+# -- tokenize --------------------------------------------------------------------------------
+
+
+def test_tokenize_english_words_digits_and_underscores() -> None:
+    assert tokenize("hello, world! it's 2024 — ok_go") == [
+        "hello",
+        "world",
+        "it",
+        "s",
+        "2024",
+        "ok_go",
+    ]
+    assert tokenize("") == []
+    assert tokenize(" ,.;!? ") == []
+
+
+def test_tokenize_other_scripts_without_jieba() -> None:
+    assert tokenize("наши герои знают толк") == ["наши", "герои", "знают", "толк"]
+    assert tokenize("café naïve über") == ["café", "naïve", "über"]
+
+
+def test_tokenize_chinese_with_jieba() -> None:
+    assert tokenize("我们今天去北京大学参加会议") == [
+        "我们",
+        "今天",
+        "去",
+        "北京大学",
+        "参加",
+        "会议",
+    ]
+    assert tokenize("我们的工作是在北京完成的") == [
+        "我们",
+        "的",
+        "工作",
+        "是",
+        "在",
+        "北京",
+        "完成",
+        "的",
+    ]
+
+
+def test_tokenize_drops_chinese_punctuation() -> None:
+    assert tokenize(normalize("北京，上海。“广州”！")) == ["北京", "上海", "广州"]
+
+
+def test_tokenize_mixed_chinese_latin_and_digits() -> None:
+    assert tokenize("我们今天去北京大学参加会议 hello world") == [
+        "我们",
+        "今天",
+        "去",
+        "北京大学",
+        "参加",
+        "会议",
+        "hello",
+        "world",
+    ]
+    # No spaces between scripts: Latin and digit runs are split from the CJK runs.
+    tokens = tokenize(normalize("新华社北京12月9日电 记者用iPhone拍照"))
+    assert tokens[:4] == ["新华社", "北京", "12", "月"]
+    assert "iphone" in tokens
+    assert "拍照" in tokens
+    assert all(" " not in t and t for t in tokens)
+
+
+def test_tokenize_jieba_segments_real_text_into_words() -> None:
+    text = (
+        "国务院联防联控机制印发通知，进一步指导各地落实分区分级差异化防控策略，"
+        "湖北和武汉要严格管控防输出。"
+    )
+    tokens = tokenize(normalize(text))
+    assert "".join(tokens) == "".join(ch for ch in text if ch not in "，。")
+    assert {"国务院", "进一步", "湖北", "武汉"} <= set(tokens)
+    assert 0 < sum(len(t) == 1 for t in tokens) < len(tokens) / 2  # words, not characters
+
+
+def test_document_tokens_come_from_the_normalized_text() -> None:
+    doc = Document("  ＨＥＬＬＯ\tWorld ")
+    assert doc.normalized == "hello world"
+    assert doc.tokens == ["hello", "world"]
+    assert doc.token_hashes.dtype == np.uint64
+    assert len(doc.token_hashes) == 2
+
+
+# -- hashes and shingles ---------------------------------------------------------------------
+
+
+def test_hash_tokens_is_xxh3_of_utf8() -> None:
+    hashes = hash_tokens(["hello", "北京", "hello"])
+    assert hashes.dtype == np.uint64
+    assert hashes.tolist() == [
+        xxhash.xxh3_64_intdigest(b"hello"),
+        xxhash.xxh3_64_intdigest("北京".encode()),
+        xxhash.xxh3_64_intdigest(b"hello"),
+    ]
+    assert hash_tokens([]).tolist() == []
+    # A lone surrogate (broken input) hashes instead of raising.
+    assert len(hash_tokens(["bad\ud800"])) == 1
+
+
+def test_shingle_windows_count_and_identity() -> None:
+    h = hash_tokens("a b c d e f".split())
+    for n in range(1, 7):
+        assert len(shingle_hashes(h, n)) == len(h) - n + 1
+    assert shingle_hashes(h, 1) is h
+    assert shingle_hashes(h, 3).dtype == np.uint64
+
+
+def test_same_ngrams_give_same_hashes_anywhere() -> None:
+    h = hash_tokens("the cat sat the cat sat on".split())
+    s = shingle_hashes(h, 3)
+    assert s[0] == s[3]  # "the cat sat" twice
+    assert len(set(s.tolist())) == 4  # the cat sat, cat sat the, sat the cat, cat sat on
+    # The same trigram in another text, at another position, hashes the same.
+    other = shingle_hashes(hash_tokens("yesterday the cat sat".split()), 3)
+    assert other[1] == s[0]
+
+
+def test_shingle_hashes_depend_on_order() -> None:
+    a = shingle_hashes(hash_tokens("a b c".split()), 3)
+    b = shingle_hashes(hash_tokens("c b a".split()), 3)
+    c = shingle_hashes(hash_tokens("a c b".split()), 3)
+    assert len({a[0], b[0], c[0]}) == 3
+
+
+def test_shingles_of_text_shorter_than_n() -> None:
+    h = hash_tokens(["only", "two"])
+    s = shingle_hashes(h, 5)
+    assert len(s) == 1  # one shingle of all the tokens
+    assert s[0] == shingle_hashes(h, 2)[0]
+    assert len(shingle_hashes(hash_tokens([]), 3)) == 0
+
+
+def test_shingle_size_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="shingle size"):
+        shingle_hashes(hash_tokens(["a"]), 0)
+
+
+def test_document_shingles_and_strings() -> None:
+    doc = Document("The cat sat, on the mat.")
+    word2 = ShingleSpec("word", 2)
+    assert doc.shingle_strings(word2) == ["the cat", "cat sat", "sat on", "on the", "the mat"]
+    assert len(doc.shingles(word2)) == 5
+    assert doc.shingles(word2) is doc.shingles(word2)  # computed once
+    assert doc.shingle_strings(ShingleSpec("word", 1)) == doc.tokens
+    assert doc.shingle_strings(ShingleSpec("word", 9)) == ["the cat sat on the mat"]
+    char3 = ShingleSpec("char", 3)
+    assert doc.shingle_strings(char3)[:3] == ["the", "hec", "eca"]  # no spaces/punctuation
+    assert len(doc.shingles(char3)) == len("thecatsatonthemat") - 2
+    assert Document("").shingle_strings(word2) == []
+    assert len(Document("").shingles(word2)) == 0
+
+
+def test_char_shingles_of_chinese() -> None:
+    doc = Document("北京，上海")
+    assert doc.shingle_strings(ShingleSpec("char", 2)) == ["北京", "京上", "上海"]
+
+
+# -- ShingleSpec -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "unit", "size"),
+    [("word:3", "word", 3), ("char:4", "char", 4), ("word", "word", 3), (" word : 2", "word", 2)],
+)
+def test_shingle_spec_parse(text: str, unit: str, size: int) -> None:
+    spec = ShingleSpec.parse(text)
+    assert (spec.unit, spec.size) == (unit, size)
+    assert ShingleSpec.parse(str(spec)) == spec
+    assert ShingleSpec.parse(spec) is spec
+
+
+@pytest.mark.parametrize(
+    "text", ["letter:3", "word:0", "word:17", "word:x", "word:3.5", ":3", "char:-1", ""]
+)
+def test_shingle_spec_parse_errors(text: str) -> None:
+    with pytest.raises(ValueError, match="word:3"):
+        ShingleSpec.parse(text)
+
+
+def test_shingle_spec_validates_on_construction() -> None:
+    with pytest.raises(ValueError, match="unit"):
+        ShingleSpec("token", 3)
+    with pytest.raises(ValueError, match="size"):
+        ShingleSpec("word", 0)
+    assert str(ShingleSpec("char", 16)) == "char:16"
+
+
+# -- weights ---------------------------------------------------------------------------------
+
+
+def test_term_weights_counts() -> None:
+    assert term_weights(["a", "b", "a", "a"]) == {"a": 3, "b": 1}
+    assert term_weights([]) == {}
+
+
+def test_term_weights_with_idf_and_unknown_features() -> None:
+    idf = {"common": 1.0, "rare": 3.0}
+    weights = term_weights(["common", "common", "rare", "unseen"], idf)
+    assert weights == {"common": 2.0, "rare": 3.0, "unseen": 3.0}  # unseen gets the largest
+    assert term_weights(["x"], {}) == {"x": 1.0}
+
+
+def test_fit_idf_is_smoothed_and_counts_documents_not_occurrences() -> None:
+    docs = [["a", "a", "b"], ["a", "c"], ["a"]]
+    idf = fit_idf(docs)
+    n = 3
+    assert idf["a"] == pytest.approx(math.log((1 + n) / (1 + 3)) + 1)  # == 1.0
+    assert idf["b"] == pytest.approx(math.log((1 + n) / (1 + 1)) + 1)
+    assert idf["c"] == idf["b"]
+    assert idf["a"] < idf["b"]
+    assert fit_idf([]) == {}
+    # Generators are fine (read once).
+    assert fit_idf(iter(docs)) == idf
+
+
+def test_idf_weights_favour_rare_features() -> None:
+    docs = [Document(t).tokens for t in ("the cat sat", "the dog ran", "the bird flew")]
+    weights = term_weights(Document("the cat").tokens, fit_idf(docs))
+    assert weights["cat"] > weights["the"] == pytest.approx(1.0)

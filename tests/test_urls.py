@@ -1,0 +1,378 @@
+"""The URL layer: canonical URLs, fingerprints and the scalable Bloom filter."""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_neardup.exceptions import InvalidURL, NearDupError, StateError
+from scrapy_neardup.urls import (
+    DEFAULT_STRIP_PARAMS,
+    ScalableBloomFilter,
+    canonical_url,
+    url_fingerprint,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# -- canonical_url ----------------------------------------------------------------------------
+
+CANONICAL = [
+    # tracking and session parameters
+    ("https://example.com/a?utm_source=x&utm_medium=y&id=3", "https://example.com/a?id=3"),
+    ("https://example.com/a?UTM_Source=x&id=3&FBCLID=1", "https://example.com/a?id=3"),
+    ("https://example.com/a?gclid=1&fbclid=2&_ga=3&mc_eid=4", "https://example.com/a"),
+    ("https://example.com/a?sid=1&PHPSESSID=2&jsessionid=3&q=x", "https://example.com/a?q=x"),
+    ("https://example.com/a?utm=1&ref=2", "https://example.com/a?ref=2&utm=1"),  # no prefix
+    # parameter order, blank values
+    ("https://example.com/a?b=2&a=1&a=0", "https://example.com/a?a=0&a=1&b=2"),
+    ("https://example.com/a?flag", "https://example.com/a?flag="),
+    ("https://example.com/a?", "https://example.com/a"),
+    # fragments
+    ("https://example.com/a#section-2", "https://example.com/a"),
+    ("https://example.com/a?x=1#utm_source=y", "https://example.com/a?x=1"),
+    # default ports only
+    ("http://example.com:80/a", "http://example.com/a"),
+    ("https://example.com:443/a", "https://example.com/a"),
+    ("http://example.com:0080/a", "http://example.com/a"),
+    ("http://example.com:443/a", "http://example.com:443/a"),
+    ("https://example.com:80/a", "https://example.com:80/a"),
+    ("http://example.com:8080/a", "http://example.com:8080/a"),
+    ("http://[::1]:80/a", "http://[::1]/a"),
+    # scheme and host case; path case is kept
+    ("HTTPS://WWW.Example.COM/Path", "https://www.example.com/Path"),
+    ("https://user:PassWord@Example.com/", "https://user:PassWord@example.com/"),
+    # trailing slash
+    ("https://example.com/a/b/", "https://example.com/a/b"),
+    ("https://example.com/a//", "https://example.com/a"),
+    ("https://example.com/a/?x=1", "https://example.com/a?x=1"),
+    ("https://example.com/", "https://example.com/"),
+    ("https://example.com", "https://example.com/"),
+    ("https://example.com?x=1", "https://example.com/?x=1"),
+    # percent-encoding equivalents, dot segments
+    ("https://example.com/%7euser", "https://example.com/~user"),
+    ("https://example.com/caf%c3%a9", "https://example.com/caf%C3%A9"),
+    ("https://example.com/café", "https://example.com/caf%C3%A9"),
+    ("https://example.com/a b?q=a b", "https://example.com/a%20b?q=a+b"),
+    ("https://example.com/a%2fb", "https://example.com/a%2Fb"),
+    ("https://example.com/a/./b/../c", "https://example.com/a/c"),
+    ("https://example.com/%4%31", "https://example.com/A"),  # w3lib needs two passes here
+    # IDN host
+    ("https://Bücher.example/", "https://xn--bcher-kva.example/"),
+    ("https://xn--bcher-kva.example/", "https://xn--bcher-kva.example/"),
+    # session ids as path parameters
+    ("https://example.com/shop;jsessionid=AB12?item=5", "https://example.com/shop?item=5"),
+    ("https://example.com/a;JSESSIONID=1/b", "https://example.com/a/b"),
+    ("https://example.com/a/;jsessionid=1", "https://example.com/a"),
+    ("https://example.com/a;v=2;jsessionid=1", "https://example.com/a;v=2"),
+    ("https://example.com/a/b/..;jsessionid=1/c", "https://example.com/a/c"),
+    ("https://example.com/a;v=2", "https://example.com/a;v=2"),
+    # other schemes stay sane
+    ("mailto:Someone@Example.com", "mailto:Someone@Example.com"),
+    ("javascript:void(0)", "javascript:void(0)"),
+    ("data:text/plain,hi", "data:text/plain,hi"),
+    ("ftp://FTP.Example.com:21/pub/", "ftp://ftp.example.com/pub"),
+    ("file:///tmp/dir/", "file:///tmp/dir"),
+    ("wss://example.com:443/socket", "wss://example.com/socket"),
+]
+
+
+@pytest.mark.parametrize(("url", "expected"), CANONICAL)
+def test_canonical_url(url: str, expected: str) -> None:
+    assert canonical_url(url) == expected
+    assert canonical_url(expected) == expected
+
+
+def test_variants_share_one_canonical_url() -> None:
+    variants = [
+        "https://example.com/news/item?id=7&page=2",
+        "https://EXAMPLE.com:443/news/item/?page=2&id=7",
+        "https://example.com/news/item?page=2&utm_campaign=spring&id=7#comments",
+        "https://example.com/news/./item?id=7&page=2&fbclid=IwAR0",
+        "https://example.com/news/item;jsessionid=0F3A?page=%32&id=7",
+    ]
+    assert {canonical_url(v) for v in variants} == {"https://example.com/news/item?id=7&page=2"}
+    assert len({url_fingerprint(canonical_url(v)) for v in variants}) == 1
+
+
+def test_options() -> None:
+    url = "https://example.com/a/?ref=1&x_a=2&utm_source=3"
+    assert canonical_url(url, strip_params=("REF", "x_*")) == "https://example.com/a?utm_source=3"
+    assert canonical_url(url, strip_params=[]) == "https://example.com/a?ref=1&utm_source=3&x_a=2"
+    assert canonical_url(url, strip_trailing_slash=False) == "https://example.com/a/?ref=1&x_a=2"
+    with pytest.raises(ValueError, match="strip_params"):
+        canonical_url("https://example.com/", strip_params="utm_*")
+    with pytest.raises(ValueError, match="strip_params"):
+        canonical_url("https://example.com/", strip_params=["*"])
+
+
+def test_default_strip_params() -> None:
+    assert isinstance(DEFAULT_STRIP_PARAMS, tuple)
+    for name in ("utm_*", "fbclid", "gclid", "msclkid", "_ga", "jsessionid", "sid"):
+        assert name in DEFAULT_STRIP_PARAMS
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[::1",
+        "http://[::1]x/",
+        "http://example.com:99999/",
+        "http://example.com:port/",
+        "",
+        "   ",
+        "relative/path",
+        "/absolute/path?x=1",
+        "https://example.com/\ud800",
+        None,
+        42,
+        b"https://example.com/",
+        ["https://example.com/"],
+    ],
+)
+def test_invalid_url(url: object) -> None:
+    with pytest.raises(InvalidURL) as info:
+        canonical_url(url)  # type: ignore[arg-type]
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, NearDupError)
+    assert info.value.url is url
+    assert repr(url)[:20] in str(info.value)
+
+
+def _check_canonical(text: str) -> None:
+    try:
+        once = canonical_url(text)
+    except InvalidURL:
+        return
+    assert canonical_url(once) == once
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_canonical_url_on_any_text(text: str) -> None:
+    _check_canonical(text)
+
+
+_CHARS = st.sampled_from([*"aZ09-._~%:@!$&'()*+,;=/?#[] é中\t", "%2F", "%41", "%zz", ".."])
+_PIECE = st.lists(_CHARS, max_size=8).map("".join)
+_NAME = st.sampled_from(["id", "page", "utm_source", "UTM_Medium", "fbclid", "sid", "a"]) | _PIECE
+_URLS = st.builds(
+    "{}://{}{}{}/{}{}{}{}".format,
+    st.sampled_from(["http", "https", "HTTP", "ftp", "wss", "file", "foo", "mailto"]),
+    st.sampled_from(["", "user:pw@", "@"]),
+    st.sampled_from(["example.com", "EXAMPLE.com", "bücher.de", "[::1]", "[::0:1]", "", "a..b"])
+    | _PIECE,
+    st.sampled_from(["", ":", ":80", ":443", ":0080", ":8080", ":99999", ":x"]),
+    st.lists(st.sampled_from(["a", "..", ".", "", "b;jsessionid=1", "c;v=1", "%2e"]) | _PIECE).map(
+        "/".join
+    ),
+    st.sampled_from(["", "/", "//", ";jsessionid=X", ";sid"]),
+    st.lists(st.tuples(_NAME, _PIECE).map("=".join), max_size=4).map(
+        lambda pairs: "?" + "&".join(pairs) if pairs else ""
+    ),
+    st.sampled_from(["", "#", "#frag", "#a?b=c"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_URLS)
+def test_canonical_url_on_url_like_text(url: str) -> None:
+    _check_canonical(url)
+
+
+def test_url_fingerprint_is_stable() -> None:
+    fp = url_fingerprint("https://example.com/")
+    assert len(fp) == 16
+    # Pinned: saved Bloom filters hold these, so changing it loses every saved crawl state.
+    assert fp.hex() == "503c1beec51db0209ff1930daa8e5b98"
+    assert url_fingerprint("https://example.com/a") != fp
+
+
+# -- ScalableBloomFilter ----------------------------------------------------------------------
+
+
+def fingerprints(start: int, stop: int) -> list[bytes]:
+    return [url_fingerprint(f"https://example.com/item/{i}") for i in range(start, stop)]
+
+
+def fp_rate(bloom: ScalableBloomFilter, probes: list[bytes]) -> float:
+    return sum(fp in bloom for fp in probes) / len(probes)
+
+
+PROBES = fingerprints(10_000_000, 10_200_000)  # never added anywhere below
+
+
+def test_no_false_negatives_and_counts() -> None:
+    bloom = ScalableBloomFilter(50_000, 0.01)
+    items = fingerprints(0, 200_000)
+    new = sum(not bloom.add(fp) for fp in items)
+    assert all(fp in bloom for fp in items)
+    assert all(bloom.add(fp) for fp in items[:1000])  # test-and-set: now seen
+    assert len(bloom) == new >= 200_000 - 2_000  # a few adds were false positives
+    assert bloom.stages == 3  # 50k + 100k + 200k
+
+
+def test_false_positive_rate_at_capacity() -> None:
+    bloom = ScalableBloomFilter(100_000, 0.01)
+    for fp in fingerprints(0, 100_000):
+        bloom.add(fp)
+    assert bloom.stages == 1
+    measured = fp_rate(bloom, PROBES)
+    expected = bloom.expected_false_positive_rate
+    assert measured <= 0.01
+    assert expected / 2 <= measured <= expected * 2
+    assert 0.4 < bloom.fill_ratio < 0.6  # a full stage at the optimal number of hashes
+    assert bloom.size_in_bytes < 100_000 * 2  # about 11 bits per item at 0.005
+
+
+def test_growth_keeps_false_positive_rate_bounded() -> None:
+    bloom = ScalableBloomFilter(20_000, 0.01)
+    for fp in fingerprints(0, 100_000):  # five times the capacity
+        bloom.add(fp)
+    assert bloom.stages == 3
+    measured = fp_rate(bloom, PROBES)
+    assert measured < 0.01
+    assert bloom.expected_false_positive_rate < 0.01
+    assert bloom.expected_false_positive_rate / 2 <= measured
+
+
+def test_loose_error_rate_still_filters() -> None:
+    bloom = ScalableBloomFilter(1_000, 0.99, tightening=0.01)
+    assert sum(bloom.add(fp) for fp in fingerprints(0, 1_000)) < 500
+
+
+def test_round_trip() -> None:
+    bloom = ScalableBloomFilter(1_000, 0.01, growth=3, tightening=0.8)
+    items = fingerprints(0, 5_000)
+    for fp in items:
+        bloom.add(fp)
+    copy = ScalableBloomFilter.from_bytes(bloom.to_bytes())
+    assert (len(copy), copy.stages, copy.size_in_bytes) == (
+        len(bloom),
+        bloom.stages,
+        bloom.size_in_bytes,
+    )
+    assert (copy.capacity, copy.error_rate, copy.growth, copy.tightening) == (1_000, 0.01, 3, 0.8)
+    assert all(fp in copy for fp in items)
+    probes = PROBES[:20_000]
+    assert [fp in copy for fp in probes] == [fp in bloom for fp in probes]
+    assert copy.expected_false_positive_rate == bloom.expected_false_positive_rate
+    assert copy.to_bytes() == bloom.to_bytes()
+    # It keeps growing where the original left off.
+    for fp in fingerprints(5_000, 20_000):
+        assert copy.add(fp) == bloom.add(fp)
+    assert copy.to_bytes() == bloom.to_bytes()
+
+
+def test_same_bytes_in_another_process() -> None:
+    code = (
+        "from scrapy_neardup.urls import ScalableBloomFilter, url_fingerprint\n"
+        "b = ScalableBloomFilter(100, 0.01)\n"
+        "for i in range(300): b.add(url_fingerprint(f'https://example.com/item/{i}'))\n"
+        "import sys; sys.stdout.write(b.to_bytes().hex())\n"
+    )
+    bloom = ScalableBloomFilter(100, 0.01)
+    for fp in fingerprints(0, 300):
+        bloom.add(fp)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={"PYTHONHASHSEED": "12345", "PYTHONPATH": str(ROOT)},
+    ).stdout
+    assert bytes.fromhex(out) == bloom.to_bytes()
+
+
+HEADER = struct.Struct("<4sHQdIdQI")
+STAGE = struct.Struct("<QdQQ")
+
+
+def saved() -> bytes:
+    bloom = ScalableBloomFilter(100, 0.01)
+    for fp in fingerprints(0, 250):
+        bloom.add(fp)
+    return bloom.to_bytes()
+
+
+def patch_header(data: bytes, **fields: object) -> bytes:
+    names = ["magic", "version", "capacity", "error_rate", "growth", "tightening", "count", "n"]
+    values = dict(zip(names, HEADER.unpack_from(data), strict=True))
+    values.update(fields)
+    return HEADER.pack(*values.values()) + data[HEADER.size :]
+
+
+def patch_first_stage(data: bytes, *, k: int | None = None, **fields: object) -> bytes:
+    names = ["capacity", "error_rate", "count", "length"]
+    values = dict(zip(names, STAGE.unpack_from(data, HEADER.size), strict=True))
+    values.update(fields)
+    rest = data[HEADER.size + STAGE.size :]
+    if k is not None:
+        rest = k.to_bytes(8, "little") + rest[8:]
+    return data[: HEADER.size] + STAGE.pack(*values.values()) + rest
+
+
+def test_corrupt_blobs_raise_state_error() -> None:
+    data = saved()
+    bad = {
+        "empty": b"",
+        "wrong magic": b"XXXX" + data[4:],
+        "pickle": b"\x80\x04\x95" + data[3:],
+        "other version": patch_header(data, version=2),
+        "zero capacity": patch_header(data, capacity=0),
+        "nan error rate": patch_header(data, error_rate=float("nan")),
+        "zero growth": patch_header(data, growth=0),
+        "no stages": patch_header(data, n=0),
+        "more stages": patch_header(data, n=9),
+        "count mismatch": patch_header(data, count=1),
+        "trailing bytes": data + b"\0",
+        "stage count > capacity": patch_first_stage(data, count=101),
+        "huge stage capacity": patch_first_stage(data, capacity=2**62),
+        "huge blob length": patch_first_stage(data, length=2**62),
+        "zero hash functions": patch_first_stage(data, k=0),
+        "too many hash functions": patch_first_stage(data, k=2**63),
+    }
+    step = max(1, len(data) // 97)
+    bad |= {f"truncated to {n}": data[:n] for n in range(0, len(data), step)}
+    for name, blob in bad.items():
+        with pytest.raises(StateError):
+            ScalableBloomFilter.from_bytes(blob)
+            pytest.fail(f"{name}: no StateError")
+    with pytest.raises(StateError, match="version 2"):
+        ScalableBloomFilter.from_bytes(bad["other version"])
+    with pytest.raises(StateError, match="magic"):
+        ScalableBloomFilter.from_bytes(bad["wrong magic"])
+    with pytest.raises(StateError, match="truncated"):
+        ScalableBloomFilter.from_bytes(data[:-1])
+
+
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [
+        ((0, 0.01), "capacity"),
+        ((-5, 0.01), "capacity"),
+        ((1.5, 0.01), "capacity"),
+        ((True, 0.01), "capacity"),
+        ((10, 0.0), "error_rate"),
+        ((10, 1.0), "error_rate"),
+        ((10, float("nan")), "error_rate"),
+        ((10, "0.1"), "error_rate"),
+    ],
+)
+def test_bad_arguments(args: tuple[object, object], name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        ScalableBloomFilter(*args)  # type: ignore[arg-type]
+
+
+def test_bad_keyword_arguments() -> None:
+    with pytest.raises(ValueError, match="growth"):
+        ScalableBloomFilter(10, 0.1, growth=0)
+    with pytest.raises(ValueError, match="tightening"):
+        ScalableBloomFilter(10, 0.1, tightening=1.0)
