@@ -257,10 +257,16 @@ class Deduplicator:
             out.write(struct.pack("<B", len(method)) + method + struct.pack("<d", m.similarity))
 
     def load_bytes(self, data: bytes) -> None:
-        """Add saved state to this (empty) deduplicator; raises StateError if it does not fit."""
+        """Add saved state to this (empty) deduplicator; raises StateError if it does not fit.
+
+        The whole state is read and decoded before anything is added, so a state that turns
+        out to be corrupt leaves the deduplicator as it was.
+        """
         expected = json.loads(json.dumps(self.meta()))
         indexes = {"exact": self.exact, "near": self.near}
         counts: dict[str, int] = {}
+        entries: list[tuple[Index, str, Any]] = []
+        members: list[Member] = []
         for record in iter_state(data):
             kind = record[0]
             if kind == "meta":
@@ -273,16 +279,22 @@ class Deduplicator:
                         )
                 counts = meta["counts"]
             elif kind == "member":
-                self.members[record[1].key] = record[1]
+                members.append(record[1])
             else:
                 index = indexes[kind]
                 if index is None:
                     raise StateError("state holds signatures of a method that is not configured")
                 try:
-                    index.add(record[1], index.method.decode(record[2]))
+                    entries.append((index, record[1], index.method.decode(record[2])))
                 except ValueError as exc:
                     raise StateError(f"corrupt near-duplicate state: {exc}") from None
+        for index, key, signature in entries:
+            index.add(key, signature)
+        self.members.update((m.key, m) for m in members)
         self.counts.update(counts)
+
+
+_META_FIELDS = {"method": str, "params": dict, "min_tokens": int, "counts": dict}
 
 
 def iter_state(data: bytes) -> Iterator[tuple[Any, ...]]:
@@ -296,7 +308,14 @@ def iter_state(data: bytes) -> Iterator[tuple[Any, ...]]:
         version, meta_len = struct.unpack("<HI", header[4:])
         if version != VERSION:
             raise StateError(f"state format version {version}, this release reads {VERSION}")
-        yield ("meta", json.loads(_read_exact(src, meta_len)))
+        meta = json.loads(_read_exact(src, meta_len))
+        if not isinstance(meta, dict) or any(
+            not isinstance(meta.get(field), kind) for field, kind in _META_FIELDS.items()
+        ):
+            raise StateError(f"corrupt near-duplicate state: meta must hold {list(_META_FIELDS)}")
+        if not all(isinstance(v, int) for v in meta["counts"].values()):
+            raise StateError("corrupt near-duplicate state: counts must be integers")
+        yield ("meta", meta)
         for kind in ("exact", "near"):
             (count,) = struct.unpack("<Q", _read_exact(src, 8))
             for _ in range(count):
@@ -309,6 +328,8 @@ def iter_state(data: bytes) -> Iterator[tuple[Any, ...]]:
             method = _read_exact(src, length).decode()
             (similarity,) = struct.unpack("<d", _read_exact(src, 8))
             yield ("member", Member(key, head, method, similarity))
+        if src.read(1):
+            raise StateError("corrupt near-duplicate state: bytes after the last record")
     except (struct.error, UnicodeDecodeError, ValueError, KeyError, EOFError) as exc:
         raise StateError(f"corrupt near-duplicate state: {exc}") from None
 

@@ -81,6 +81,10 @@ def hash_tokens(tokens: Sequence[str]) -> np.ndarray:
     cache = _TOKEN_HASH_CACHE
     if len(cache) > _TOKEN_HASH_CACHE_MAX:
         cache.clear()
+    try:  # the common case: every token seen before
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+    except KeyError:
+        pass
     hashes = list(map(cache.get, tokens))
     if None in hashes:
         for i, h in enumerate(hashes):

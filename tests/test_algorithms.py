@@ -382,12 +382,6 @@ def test_spotsigs_empty_signatures_never_match() -> None:
     assert index.query(empty) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: SpotSigsMethod.similarity/prefix_length compute threshold * size in "
-    "floating point (0.55 * 100 == 55.00000000000001), so a pair at exactly the threshold is "
-    "rejected by the length filter and can fall outside the prefixes",
-)
 def test_spotsigs_threshold_boundary_with_inexact_float() -> None:
     method = SpotSigsMethod(threshold=0.55)
     large = np.arange(1, 101, dtype=np.uint64) * np.uint64(7919)
@@ -465,13 +459,20 @@ def test_minhash_estimate_tracks_jaccard() -> None:
         assert abs(estimate - kept / 2000) < 0.15  # 3.4 standard deviations at 128 perms
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="engine bug: MinHashMethod.signature builds datasketch.MinHash without "
-    "num_perm=self.num_perm, so any num_perm other than 128 fails with 'Numbers of hash "
-    "values and permutations mismatch'",
-)
+@pytest.mark.parametrize("num_perm", [16, 128, 256])
+@pytest.mark.parametrize("size", [0, 1, 300])
+def test_minhash_signature_is_datasketchs_bit_for_bit(num_perm: int, size: int) -> None:
+    """The vectorised signature equals datasketch's MinHash fed the same shingle hashes."""
+    from datasketch import MinHash
+
+    rng = random.Random(size)
+    shingles = {rng.getrandbits(64) for _ in range(size)}
+    method = MinHashMethod(num_perm=num_perm, seed=7)
+    plain = MinHash(num_perm=num_perm, seed=7, scheme="affine32", hashfunc=lambda v: v & 0xFFFFFFFF)
+    plain.update_batch(sorted(shingles))
+    assert np.array_equal(method.signature(_Shingled(shingles)), plain.hashvalues)
+
+
 @pytest.mark.parametrize("num_perm", [64, 256])
 def test_minhash_other_num_perm(num_perm: int) -> None:
     method = MinHashMethod(num_perm=num_perm)

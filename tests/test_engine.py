@@ -537,24 +537,17 @@ def test_corrupt_meta_and_signatures() -> None:
         Deduplicator("simhash").load_bytes(b"")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: load_bytes indexes meta[field] outside iter_state's error handling, so "
-    "meta that is valid JSON but not an object with method/params/min_tokens/counts raises "
-    "KeyError/TypeError instead of StateError",
-)
 @pytest.mark.parametrize("meta", [b"{}", b"[]", b"null", b'{"method": "simhash"}'])
 def test_meta_without_fields_is_a_state_error(meta: bytes) -> None:
     with pytest.raises(StateError):
         Deduplicator("simhash").load_bytes(_with_meta(_state(), meta))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: load_bytes adds heads while it reads, so a state that turns out to be "
-    "truncated or corrupt further on leaves the deduplicator half loaded (heads in the index, "
-    "counts and members missing)",
-)
+def test_trailing_bytes_are_a_state_error() -> None:
+    with pytest.raises(StateError, match="after the last record"):
+        Deduplicator("simhash").load_bytes(_state() + b"\0")
+
+
 def test_failed_load_leaves_the_deduplicator_empty() -> None:
     dedup = Deduplicator("simhash")
     with pytest.raises(StateError):

@@ -28,6 +28,8 @@ import numpy as np
 
 from scrapy_neardup.text import Document, hash_tokens, shingle_hashes
 
+_EPSILON = 1e-9
+
 ENGLISH_ANTECEDENTS = frozenset(
     "a an the is are was were be been being there said says has have had will would "
     "it its this that these those of to in on for with by at from as and or but not".split()
@@ -99,19 +101,24 @@ class SpotSigsMethod:
         hashes = shingle_hashes(flat.ravel(), width)[::width]
         return np.unique(hashes)
 
+    def _at_least(self, size: int) -> int:
+        """The fewest of ``size`` spots that can reach the threshold. The epsilon keeps a pair
+        at exactly the threshold: 0.55 * 100 is 55.00000000000001 in floating point."""
+        return math.ceil(self.threshold * size - _EPSILON)
+
     def prefix_length(self, size: int) -> int:
-        return size - math.ceil(self.threshold * size) + 1 if size else 0
+        return size - self._at_least(size) + 1 if size else 0
 
     def bucket_keys(self, signature: np.ndarray) -> list[int]:
         return signature[: self.prefix_length(len(signature))].tolist()
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:
         small, large = sorted((len(a), len(b)))
-        if not large or small < self.threshold * large:  # length partition
+        if not large or small < self._at_least(large):  # length partition
             return None
         common = len(np.intersect1d(a, b, assume_unique=True))
         jaccard = common / (len(a) + len(b) - common)
-        return jaccard if jaccard >= self.threshold else None
+        return jaccard if jaccard >= self.threshold - _EPSILON else None
 
     def encode(self, signature: np.ndarray) -> bytes:
         return signature.astype("<u8", copy=False).tobytes()
