@@ -45,14 +45,21 @@ class Index:
     def __init__(self, method: Method, store: BucketStore) -> None:
         self.method = method
         self.store = store
+        self._probe_count = getattr(method, "probe_count", None)
 
     def _verifier(self, signature: Any) -> Callable[[Any], float | None]:
         similarity = self.method.similarity
         return lambda other: similarity(signature, other)
 
+    def _probe(self, signature: Any) -> int | None:
+        return None if self._probe_count is None else self._probe_count(signature)
+
     def query(self, signature: Any) -> list[Match]:
         found = self.store.query(
-            signature, self.method.bucket_keys(signature), self._verifier(signature)
+            signature,
+            self.method.bucket_keys(signature),
+            self._verifier(signature),
+            self._probe(signature),
         )
         return [Match(key, sim, self.method.name) for key, sim in found]
 
@@ -64,7 +71,11 @@ class Index:
 
     def query_and_add_signature(self, key: str, signature: Any) -> list[Match]:
         found = self.store.query_and_add(
-            key, signature, self.method.bucket_keys(signature), self._verifier(signature)
+            key,
+            signature,
+            self.method.bucket_keys(signature),
+            self._verifier(signature),
+            self._probe(signature),
         )
         return [Match(k, sim, self.method.name) for k, sim in found]
 

@@ -59,7 +59,7 @@ def _segmenter():
 
 def tokenize(text: str) -> list[str]:
     """Words of a normalised text; runs of CJK characters are segmented with jieba."""
-    if not _CJK_RE.search(text):
+    if text.isascii() or not _CJK_RE.search(text):
         return _WORD_RE.findall(text)
     tokens: list[str] = []
     for run in _TOKEN_RE.findall(text):

@@ -150,10 +150,10 @@ def test_exact_matches_normalised_copies_only() -> None:
 # -- SimHash block index ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("k", range(1, 8))
-def test_simhash_blocks_partition_the_64_bits(k: int) -> None:
-    blocks = block_masks(k)
-    assert len(blocks) == k + 1
+@pytest.mark.parametrize("count", range(2, 11))
+def test_simhash_blocks_partition_the_64_bits(count: int) -> None:
+    blocks = block_masks(count)
+    assert len(blocks) == count
     covered = 0
     for shift, mask in blocks:
         assert covered & (mask << shift) == 0  # disjoint
@@ -174,9 +174,11 @@ def _flip(value: int, bits: set[int]) -> int:
 
 
 @st.composite
-def fingerprint_families(draw: st.DrawFn) -> tuple[int, list[int]]:
-    """k, and fingerprints: a few random bases, each with neighbours 0..k+2 bits away."""
+def fingerprint_families(draw: st.DrawFn) -> tuple[int, int, list[int]]:
+    """k, a block count, and fingerprints: a few random bases, each with neighbours 0..k+2
+    bits away."""
     k = draw(st.integers(1, 7))
+    blocks = k + draw(st.integers(1, 3))
     fingerprints = []
     for _ in range(draw(st.integers(1, 4))):
         base = draw(st.integers(0, 2**64 - 1))
@@ -186,16 +188,16 @@ def fingerprint_families(draw: st.DrawFn) -> tuple[int, list[int]]:
             bits = draw(st.sets(st.integers(0, 63), min_size=distance, max_size=distance))
             fingerprints.append(_flip(base, bits))
     order = draw(st.permutations(range(len(fingerprints))))
-    return k, [fingerprints[i] for i in order]
+    return k, blocks, [fingerprints[i] for i in order]
 
 
 @PROPERTY
 @given(fingerprint_families(), st.integers(0, 2**64 - 1))
 def test_simhash_index_finds_exactly_the_fingerprints_within_k(
-    family: tuple[int, list[int]], stranger: int
+    family: tuple[int, int, list[int]], stranger: int
 ) -> None:
-    k, fingerprints = family
-    method = SimHashMethod(k=k)
+    k, blocks, fingerprints = family
+    method = SimHashMethod(k=k, blocks=blocks)
 
     # 1) Everything added, then every fingerprint (and a random one) queried.
     index = Index(method, MemoryBucketStore())
@@ -222,16 +224,18 @@ def test_simhash_index_finds_exactly_the_fingerprints_within_k(
         assert len(index) == len(kept)
 
 
+@pytest.mark.parametrize("extra", [1, 2, 3])
 @pytest.mark.parametrize("k", range(1, 8))
-def test_simhash_worst_case_one_flip_in_each_of_k_blocks(k: int) -> None:
-    method = SimHashMethod(k=k)
+def test_simhash_worst_case_one_flip_in_each_of_k_blocks(k: int, extra: int) -> None:
+    method = SimHashMethod(k=k, blocks=k + extra)
     rng = random.Random(k)
-    blocks = block_masks(k)
+    blocks = block_masks(k + extra)
     for _ in range(50):
+        flipped = rng.sample(range(k + extra), k + 1)  # k blocks hit, then one more
+        bits = [blocks[i][0] + rng.randrange(blocks[i][1].bit_length()) for i in flipped]
         base = rng.getrandbits(64)
-        skip = rng.randrange(k + 1)  # the one block left intact
-        bits = {shift + rng.randrange(mask.bit_length()) for shift, mask in blocks}
-        bits_k = {b for i, b in enumerate(sorted(bits)) if i != skip}
+        bits_k = set(bits[:k])
+        bits = set(bits)
         index = Index(method, MemoryBucketStore())
         index.add("base", base)
         assert [m.key for m in index.query(_flip(base, bits_k))] == ["base"]
@@ -246,7 +250,11 @@ def test_simhash_similarity_and_buckets() -> None:
     assert method.similarity(0, 0b1111) is None
     assert method.similarity(2**64 - 1, 2**64 - 1) == 1.0
     keys = method.bucket_keys(0xDEADBEEF_CAFEBABE)
+    assert len(keys) == len(set(keys)) == 10  # one bucket per pair of the 5 blocks
+    keys = SimHashMethod(k=3, blocks=4).bucket_keys(0xDEADBEEF_CAFEBABE)
     assert len(keys) == len(set(keys)) == 4  # one bucket per block, blocks kept apart
+    with pytest.raises(ValueError, match="blocks"):
+        SimHashMethod(k=3, blocks=3)
 
 
 def test_simhash_signatures_of_texts() -> None:
@@ -309,7 +317,35 @@ def test_spotsigs_prefix_length() -> None:
     method = SpotSigsMethod(threshold=0.5)
     assert [method.prefix_length(n) for n in range(6)] == [0, 1, 2, 2, 3, 3]
     assert SpotSigsMethod(threshold=1.0).prefix_length(10) == 1
-    assert len(method.bucket_keys(np.arange(10, dtype=np.uint64))) == 6
+    assert len(method.bucket_keys(np.arange(10, dtype=np.uint64))) == 10  # posted under all
+    assert method.probe_count(np.arange(10, dtype=np.uint64)) == 6
+
+
+def test_spotsigs_does_not_read_the_lists_of_frequent_spots() -> None:
+    """Spots every document has ("the united states") must not make every query verify the
+    whole index: the shortest posting lists are probed first."""
+    method = SpotSigsMethod(threshold=0.5)
+    store = MemoryBucketStore()
+    frequent = np.arange(1, 9, dtype=np.uint64)  # 8 spots shared by every document
+    for i in range(200):
+        rare = np.arange(1000 * (i + 1), 1000 * (i + 1) + 12, dtype=np.uint64)
+        sig = np.union1d(frequent, rare)
+        store.add(f"d{i}", sig, method.bucket_keys(sig))
+    verified = []
+
+    def query(sig: np.ndarray) -> list[tuple[str, float]]:
+        def verify(other: np.ndarray) -> float | None:
+            verified.append(other)
+            return method.similarity(sig, other)
+
+        return store.query(sig, method.bucket_keys(sig), verify, method.probe_count(sig))
+
+    assert query(np.union1d(frequent, np.arange(10**6, 10**6 + 12, dtype=np.uint64))) == []
+    assert verified == []  # 20 spots, 11 probed: the 12 unseen ones come first
+    # A real near-duplicate of d7 (8 frequent + 12 rare, 10 rare kept) is still found.
+    found = query(np.union1d(frequent, np.arange(8000, 8010, dtype=np.uint64)))
+    assert [key for key, _ in found] == ["d7"]
+    assert len(verified) == 1
 
 
 def _jaccard(a: set[int], b: set[int]) -> Fraction:

@@ -41,6 +41,11 @@ class Method(Protocol):
     def similarity(self, a: Any, b: Any) -> float | None:
         """Similarity of two signatures, or None when they do not match."""
 
+    # Optional: ``probe_count(signature) -> int``. A method that has it promises that a match
+    # shares a bucket among *any* ``probe_count`` of the signature's buckets, so a store may
+    # probe only that many, the least filled first (SpotSigs); without it, every bucket is
+    # probed.
+
     def encode(self, signature: Any) -> bytes: ...
 
     def decode(self, data: bytes) -> Any: ...
@@ -59,12 +64,19 @@ class BucketStore(Protocol):
     """
 
     def query_and_add(
-        self, key: str, signature: Any, buckets: list[int], verify: Verifier
+        self,
+        key: str,
+        signature: Any,
+        buckets: list[int],
+        verify: Verifier,
+        probe: int | None = None,
     ) -> list[tuple[str, float]]:
-        """Verified earlier keys; when there are none, ``key`` is added under ``buckets``."""
+        """Verified earlier keys; when there are none, ``key`` is added under ``buckets``.
+
+        With ``probe``, only the ``probe`` least filled of ``buckets`` need be read."""
 
     def query(
-        self, signature: Any, buckets: list[int], verify: Verifier
+        self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None
     ) -> list[tuple[str, float]]:
         """Verified earlier keys, adding nothing."""
 

@@ -84,7 +84,9 @@ class MinHashMethod:
             return np.full(self.num_perm, _EMPTY, dtype=np.uint32)
         mixed = _fmix32((shingles & _LOW32).astype(np.uint32))
         # Multiplication and addition wrap modulo 2**32, which is the affine32 permutation.
-        return (mixed[:, None] * self._a + self._b).min(axis=0)
+        permuted = np.multiply.outer(mixed, self._a)
+        permuted += self._b
+        return permuted.min(axis=0)
 
     def bucket_keys(self, signature: np.ndarray) -> list[int]:
         return [

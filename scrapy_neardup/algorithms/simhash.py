@@ -1,10 +1,15 @@
 """SimHash (Charikar 2002) with the block index of Manku, Jain and Das Sarma (WWW 2007).
 
 Fingerprints come from the ``simhash`` package over weighted shingles. The index splits the
-64 bits into ``k + 1`` blocks: two fingerprints within Hamming distance ``k`` differ in at most
-``k`` blocks, so by the pigeonhole principle they agree exactly on at least one, and a lookup of
-each block finds every stored fingerprint within ``k`` bits. No permuted copies are needed
-beyond one bucket per block.
+64 bits into ``blocks`` blocks: two fingerprints within Hamming distance ``k`` differ in at most
+``k`` blocks, so by the pigeonhole principle they agree exactly on at least ``blocks - k`` of
+them, and a bucket per combination of ``blocks - k`` blocks (Manku's permuted tables, one
+per combination) finds every stored fingerprint within ``k`` bits.
+
+With ``blocks = k + 1`` (Manku's simplest table set) a bucket is one 16-bit block, so at a
+million documents each bucket already holds ~15 unrelated fingerprints and query time grows
+with the index. The default ``blocks = k + 2`` keys buckets by pairs of blocks (~26 bits, 10
+buckets per document at k=3), which keeps buckets nearly empty up to tens of millions.
 
 What k=3 of 64 bits catches: the expected Hamming distance of two SimHashes is 64 * theta / pi
 for the angle theta between their feature vectors, so k=3 needs a cosine similarity of about
@@ -16,6 +21,7 @@ is lost data, a missed near-duplicate only a wasted item.
 
 from __future__ import annotations
 
+from itertools import combinations
 from typing import Any
 
 import xxhash
@@ -26,9 +32,11 @@ from scrapy_neardup.text import Document, ShingleSpec, term_weights
 BITS = 64
 
 
-def block_masks(k: int) -> list[tuple[int, int]]:
-    """(shift, mask) of each of the ``k + 1`` blocks, as even as 64 bits allow."""
-    blocks = k + 1
+_KEY_BITS = 48  # bits of a bucket key that hold fingerprint bits; the rest name the table
+
+
+def block_masks(blocks: int) -> list[tuple[int, int]]:
+    """(shift, mask) of each block, as even as 64 bits allow."""
     sizes = [BITS // blocks + (1 if i < BITS % blocks else 0) for i in range(blocks)]
     out, shift = [], 0
     for size in sizes:
@@ -37,20 +45,49 @@ def block_masks(k: int) -> list[tuple[int, int]]:
     return out
 
 
+def block_tables(k: int, blocks: int) -> list[list[tuple[int, int, int]]]:
+    """For each table (a combination of ``blocks - k`` blocks), the (shift, mask, position)
+    of its blocks, which packs the chosen bits into one integer of at most 48 bits."""
+    masks = block_masks(blocks)
+    tables = []
+    for chosen in combinations(range(blocks), blocks - k):
+        parts, position = [], 0
+        for i in chosen:
+            shift, mask = masks[i]
+            parts.append((shift, mask, position))
+            position += mask.bit_length()
+        if position > _KEY_BITS:
+            raise ValueError(f"simhash blocks={blocks} with k={k} gives {position}-bit tables")
+        tables.append(parts)
+    return tables
+
+
 class SimHashMethod:
     """64-bit SimHash; a match is a Hamming distance of at most ``k``."""
 
     name = "simhash"
 
-    def __init__(self, k: int = 3, shingles: str | ShingleSpec = "word:2") -> None:
+    def __init__(
+        self, k: int = 3, shingles: str | ShingleSpec = "word:2", blocks: int | None = None
+    ) -> None:
         if not 1 <= k <= 7:
             raise ValueError(f"simhash k must be 1..7 bits, got {k}")
+        blocks = k + 2 if blocks is None else blocks
+        if not k + 1 <= blocks <= k + 3:
+            raise ValueError(f"simhash blocks must be k+1..k+3 ({k + 1}..{k + 3}), got {blocks}")
         self.k = k
+        self.blocks = blocks
         self.shingles = ShingleSpec.parse(shingles)
-        self._blocks = block_masks(k)
+        self._tables = block_tables(k, blocks)
 
     def params(self) -> dict[str, Any]:
-        return {"k": self.k, "shingles": str(self.shingles), "bits": BITS, "hash": "xxh64"}
+        return {
+            "k": self.k,
+            "blocks": self.blocks,
+            "shingles": str(self.shingles),
+            "bits": BITS,
+            "hash": "xxh64",
+        }
 
     def signature(self, doc: Document) -> int:
         weights = term_weights(doc.shingle_strings(self.shingles))
@@ -64,7 +101,10 @@ class SimHashMethod:
         return Simhash(features, f=BITS, hashfunc=xxhash.xxh64_digest).value
 
     def bucket_keys(self, signature: int) -> list[int]:
-        return [(i << 40) | ((signature >> s) & m) for i, (s, m) in enumerate(self._blocks)]
+        return [
+            (table << _KEY_BITS) | sum(((signature >> s) & m) << p for s, m, p in parts)
+            for table, parts in enumerate(self._tables)
+        ]
 
     def similarity(self, a: int, b: int) -> float | None:
         distance = (a ^ b).bit_count()

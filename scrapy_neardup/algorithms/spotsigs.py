@@ -10,13 +10,15 @@ Pruning, as in the paper, rests on two facts about Jaccard similarity ``t``:
 
 * length partitions: ``J(A, B) >= t`` needs ``t <= |A| / |B| <= 1 / t``, so candidates whose
   set size is out of that range are rejected before any intersection is computed;
-* inverted index: a match must share at least ``ceil(t * max(|A|, |B|))`` signatures, so with
-  signatures in one global order (their hash), it shares one among the first
-  ``|S| - ceil(t * |S|) + 1`` of each set's signatures (prefix filtering, Chaudhuri et al.
-  2006). Only those prefixes are posted and probed, which keeps the index a fraction of the
-  full inverted lists while never missing a pair at or above ``t`` (the paper's early
-  termination over frequency-sorted lists gives the same guarantee, but its list order
-  changes as the index grows, which a shared store cannot afford).
+* inverted index: a match must share at least ``ceil(t * |B|)`` of the new set ``B``'s
+  signatures, so any ``|B| - ceil(t * |B|) + 1`` of them hold at least one shared signature.
+  Every document is posted under all its signatures, and a query probes only that many
+  posting lists, the shortest first: the paper's processing of lists in increasing document
+  frequency with early termination. Signatures frequent across the crawl ("the united
+  states", "the first time") have long lists, and are never read unless a document has too
+  few rarer ones. A fixed global order (prefix filtering) would post half as much, but puts
+  frequent signatures into the prefixes of half the documents, and then every query verifies
+  a fixed fraction of the whole index.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ class SpotSigsMethod:
             "chain": self.chain,
             "antecedents": sorted(self.antecedents),
             "stopwords": sorted(self.stopwords),
+            "index": "all-spots",
         }
 
     def spots(self, tokens: list[str]) -> list[tuple[str, ...]]:
@@ -107,10 +110,14 @@ class SpotSigsMethod:
         return math.ceil(self.threshold * size - _EPSILON)
 
     def prefix_length(self, size: int) -> int:
+        """How many of a set's ``size`` signatures must be probed (see the module docstring)."""
         return size - self._at_least(size) + 1 if size else 0
 
     def bucket_keys(self, signature: np.ndarray) -> list[int]:
-        return signature[: self.prefix_length(len(signature))].tolist()
+        return signature.tolist()
+
+    def probe_count(self, signature: np.ndarray) -> int:
+        return self.prefix_length(len(signature))
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:
         small, large = sorted((len(a), len(b)))
