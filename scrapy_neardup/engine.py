@@ -51,15 +51,16 @@ class Index:
         similarity = self.method.similarity
         return lambda other: similarity(signature, other)
 
-    def _probe(self, signature: Any) -> int | None:
-        return None if self._probe_count is None else self._probe_count(signature)
+    def _probe(self, signature: Any) -> dict[str, int]:
+        """``probe=`` for the store, only for methods that have it (see algorithms.base)."""
+        return {} if self._probe_count is None else {"probe": self._probe_count(signature)}
 
     def query(self, signature: Any) -> list[Match]:
         found = self.store.query(
             signature,
             self.method.bucket_keys(signature),
             self._verifier(signature),
-            self._probe(signature),
+            **self._probe(signature),
         )
         return [Match(key, sim, self.method.name) for key, sim in found]
 
@@ -75,7 +76,7 @@ class Index:
             signature,
             self.method.bucket_keys(signature),
             self._verifier(signature),
-            self._probe(signature),
+            **self._probe(signature),
         )
         return [Match(k, sim, self.method.name) for k, sim in found]
 
