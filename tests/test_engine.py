@@ -363,7 +363,7 @@ def test_short_documents_fall_back_to_exact(method: str) -> None:
 
 
 def test_min_tokens_sets_the_floor() -> None:
-    dedup = Deduplicator("spotsigs", min_tokens=5)
+    dedup = Deduplicator("spotsigs", min_tokens=5, min_spots=1)
     assert not dedup.check("s1", SHORT).short
     verdict = dedup.check("s2", SHORT.replace("Monday", "Tuesday"))
     assert verdict.duplicate_of == "s1"

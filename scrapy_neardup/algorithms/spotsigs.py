@@ -62,13 +62,20 @@ class SpotSigsMethod:
         chain: int = 2,
         antecedents: frozenset[str] | None = None,
         stopwords: frozenset[str] | None = None,
+        min_spots: int = 10,
     ) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"spotsigs threshold must be in (0, 1], got {threshold}")
+        if not 1 <= min_spots <= 1000:
+            raise ValueError(f"spotsigs min_spots must be 1..1000, got {min_spots}")
         if not 1 <= chain <= 8:
             raise ValueError(f"spotsigs chain must be 1..8, got {chain}")
         self.threshold = threshold
         self.chain = chain
+        # A page in a language without these antecedents (Russian, Korean...) has a handful of
+        # spots, and one injected English line would make two of them match: below this
+        # floor a document is never indexed or matched (the exact hash still applies).
+        self.min_spots = min_spots
         self.antecedents = antecedents or (ENGLISH_ANTECEDENTS | CHINESE_ANTECEDENTS)
         self.stopwords = (stopwords or (_ENGLISH_STOPWORDS | _CHINESE_STOPWORDS)) | self.antecedents
 
@@ -79,6 +86,7 @@ class SpotSigsMethod:
             "antecedents": sorted(self.antecedents),
             "stopwords": sorted(self.stopwords),
             "index": "all-spots",
+            "min_spots": self.min_spots,
         }
 
     def spots(self, tokens: list[str]) -> list[tuple[str, ...]]:
@@ -114,14 +122,14 @@ class SpotSigsMethod:
         return size - self._at_least(size) + 1 if size else 0
 
     def bucket_keys(self, signature: np.ndarray) -> list[int]:
-        return signature.tolist()
+        return signature.tolist() if len(signature) >= self.min_spots else []
 
     def probe_count(self, signature: np.ndarray) -> int:
         return self.prefix_length(len(signature))
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:
         small, large = sorted((len(a), len(b)))
-        if not large or small < self._at_least(large):  # length partition
+        if small < self.min_spots or small < self._at_least(large):  # length partition
             return None
         common = len(np.intersect1d(a, b, assume_unique=True))
         jaccard = common / (len(a) + len(b) - common)
