@@ -72,28 +72,22 @@ def tokenize(text: str) -> list[str]:
 
 # Token hashes are memoised: word frequencies are Zipfian, so a dict lookup replaces most
 # hash calls. The cache is bounded by clearing it, which costs only a few re-hashes.
-_TOKEN_HASH_CACHE: dict[str, int] = {}
+class _TokenHashes(dict):
+    def __missing__(self, token: str) -> int:
+        value = self[token] = xxhash.xxh3_64_intdigest(token.encode("utf-8", "surrogatepass"))
+        return value
+
+
+_TOKEN_HASH_CACHE = _TokenHashes()
 _TOKEN_HASH_CACHE_MAX = 500_000
 
 
 def hash_tokens(tokens: Sequence[str]) -> np.ndarray:
     """64-bit xxh3 hash of each token, as a ``uint64`` array."""
-    cache = _TOKEN_HASH_CACHE
-    if len(cache) > _TOKEN_HASH_CACHE_MAX:
-        cache.clear()
-    try:  # the common case: every token seen before
-        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
-    except KeyError:
-        pass
-    hashes = list(map(cache.get, tokens))
-    if None in hashes:
-        for i, h in enumerate(hashes):
-            if h is None:
-                tok = tokens[i]
-                hashes[i] = cache[tok] = xxhash.xxh3_64_intdigest(
-                    tok.encode("utf-8", "surrogatepass")
-                )
-    return np.array(hashes, dtype=np.uint64)
+    if len(_TOKEN_HASH_CACHE) > _TOKEN_HASH_CACHE_MAX:
+        _TOKEN_HASH_CACHE.clear()
+    lookup = _TOKEN_HASH_CACHE.__getitem__  # one pass: misses are hashed by __missing__
+    return np.fromiter(map(lookup, tokens), dtype=np.uint64, count=len(tokens))
 
 
 _MIX1 = np.uint64(0xFF51AFD7ED558CCD)

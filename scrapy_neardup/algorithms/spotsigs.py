@@ -44,7 +44,11 @@ CHINESE_ANTECEDENTS = frozenset(
 _ENGLISH_STOPWORDS = ENGLISH_ANTECEDENTS | frozenset(
     "i you he she we they me him her us them my your his our their which who whom what when "
     "where why how all any both each few more most other some such no nor only own same so "
-    "than too very can just should now do does did doing if then into over under again".split()
+    "than too very can just should now do does did doing if then into over under again "
+    # Pieces of contractions ("doesn't" tokenises as "doesn", "t"), modals and titles: in
+    # chains they made spots such as "it doesn t" that half of all English pages share.
+    "s t d ll m re ve don doesn didn isn wasn aren weren won wouldn couldn shouldn hasn haven "
+    "hadn could may might must also mr mrs ms".split()
 )
 _CHINESE_STOPWORDS = CHINESE_ANTECEDENTS | frozenset(
     "我 你 他 她 它 之 于 以 上 下 中 个 不 没有 很 还 又 要 会 能 可以 所以 因为 如果 等".split()
