@@ -600,8 +600,9 @@ def print_scaling(results: list[dict[str, Any]], quick: bool) -> None:
         "documents have about twice that, see part 1; 1M such documents would need ~20 GB in "
         "the memory store), uniformly random, so no spot is shared. 'real-spots' draws each "
         "spot that occurs in 3+ of the real article bodies with its document frequency there "
-        "(spot counts as there too), the rest unique (only with the real data): candidates then "
-        "grow with the index; its near recall dips because some bodies have only a few spots. "
+        "(spot counts as there too), the rest unique (only with the real data): frequent spots' "
+        "lists grow with the index but are read only for documents with too few rarer spots; "
+        "its near recall dips because some bodies have fewer spots than the 10-spot floor. "
         "'cand/query' = candidates verified per new query.\n",
         flush=True,
     )
