@@ -7,7 +7,7 @@ from typing import Any
 from scrapy.settings import BaseSettings
 
 from scrapy_neardup.dupefilter import NearDupDupeFilter
-from scrapy_neardup.middlewares import PageTextMiddleware, UrlFilterMiddleware
+from scrapy_neardup.middlewares import FrontierMiddleware, PageTextMiddleware, UrlFilterMiddleware
 from scrapy_neardup.pipeline import NearDupPipeline
 
 SCRAPY_DEFAULT_DUPEFILTER = "scrapy.dupefilters.RFPDupeFilter"
@@ -17,6 +17,8 @@ SCRAPY_DEFAULT_DUPEFILTER = "scrapy.dupefilters.RFPDupeFilter"
 URL_FILTER_PRIORITY = 50
 PAGE_TEXT_PRIORITY = 50
 PIPELINE_PRIORITY = 50
+# Next to the engine: it must see the spider's final output (see FrontierMiddleware).
+FRONTIER_PRIORITY = 10
 
 
 class Addon:
@@ -38,6 +40,9 @@ class Addon:
         if url_filter:
             settings.set_in_component_priority_dict(
                 "DOWNLOADER_MIDDLEWARES", UrlFilterMiddleware, URL_FILTER_PRIORITY
+            )
+            settings.set_in_component_priority_dict(
+                "SPIDER_MIDDLEWARES", FrontierMiddleware, FRONTIER_PRIORITY
             )
         settings.set_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", PageTextMiddleware, PAGE_TEXT_PRIORITY

@@ -16,7 +16,10 @@ from scrapy_neardup.exceptions import ConfigError
 from scrapy_neardup.urls import DEFAULT_STRIP_PARAMS
 
 ACTIONS = ("drop", "tag")
-STORAGES = ("memory",)
+DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+STORAGES = ("memory", "redis")
+REDIS_ON_ERROR = ("fail-open", "fail-closed")
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 def _bool(settings: Any, name: str, default: bool) -> bool:
@@ -44,7 +47,10 @@ def _int(settings: Any, name: str, default: int, lo: int, hi: int | None = None)
     return number
 
 
-def _float(settings: Any, name: str, default: float | None, lo: float, hi: float) -> float | None:
+def _float(
+    settings: Any, name: str, default: float | None, lo: float, hi: float, lo_ok: bool = False
+) -> float | None:
+    """A number in (lo, hi], or [lo, hi] with ``lo_ok``."""
     value = settings.get(name, default)
     if value is None:
         return None
@@ -52,8 +58,10 @@ def _float(settings: Any, name: str, default: float | None, lo: float, hi: float
         number = float(value)
     except (TypeError, ValueError):
         number = None
-    if isinstance(value, bool) or number is None or not lo < number <= hi:
-        raise ConfigError(name, value, f"a number greater than {lo} and at most {hi}")
+    above = number is not None and (lo <= number if lo_ok else lo < number)  # NaN: False
+    if isinstance(value, bool) or number is None or not above or not number <= hi:
+        least = f"at least {lo}" if lo_ok else f"greater than {lo}"
+        raise ConfigError(name, value, f"a number {least} and at most {hi}")
     return number
 
 
@@ -69,6 +77,27 @@ def _field_name(settings: Any, name: str, default: str | None) -> str | None:
     if value is None or (isinstance(value, str) and value.strip()):
         return value.strip() if isinstance(value, str) else None
     raise ConfigError(name, value, "a non-empty item field name, or None")
+
+
+def _redis_url(settings: Any) -> str:
+    value = settings.get("NEARDUP_REDIS_URL", DEFAULT_REDIS_URL)
+    if not isinstance(value, str) or not value.strip().lower().startswith(REDIS_SCHEMES):
+        raise ConfigError(
+            "NEARDUP_REDIS_URL",
+            value,
+            "a Redis URL: " + ", ".join(s + "..." for s in REDIS_SCHEMES),
+        )
+    return value.strip()
+
+
+def _key_prefix(settings: Any) -> str | None:
+    """None means: the spider's name (decided by the state, which knows the spider)."""
+    value = settings.get("NEARDUP_KEY_PREFIX")
+    if value is None or (isinstance(value, str) and value.strip() == value and value):
+        return value
+    raise ConfigError(
+        "NEARDUP_KEY_PREFIX", value, "a non-empty string without surrounding spaces, or None"
+    )
 
 
 @dataclass(frozen=True)
@@ -101,6 +130,10 @@ class NearDupConfig:
     similarity_field: str = "duplicate_similarity"
     # state
     storage: str = "memory"
+    redis_url: str = DEFAULT_REDIS_URL
+    key_prefix: str | None = None
+    redis_on_error: str = "fail-open"
+    redis_timeout: float = 5.0
     state_dir: Path | None = None
     flush_interval: float = 1.0
     debug: bool = False
@@ -120,7 +153,10 @@ class NearDupConfig:
         strip = settings.get("NEARDUP_STRIP_PARAMS", DEFAULT_STRIP_PARAMS)
         if isinstance(strip, str):
             strip = [p.strip() for p in strip.split(",") if p.strip()]
-        if not isinstance(strip, (list, tuple)) or not all(isinstance(p, str) for p in strip):
+        # a bare "*" would strip every parameter: refused with the rest
+        if not isinstance(strip, (list, tuple)) or not all(
+            isinstance(p, str) and p.strip("*") for p in strip
+        ):
             raise ConfigError(
                 "NEARDUP_STRIP_PARAMS", strip, "a list of parameter names or prefixes like 'utm_*'"
             )
@@ -131,7 +167,8 @@ class NearDupConfig:
         config = cls(
             enabled=_bool(settings, "NEARDUP_ENABLED", True),
             url_filter=_bool(settings, "NEARDUP_URL_FILTER", True),
-            bloom_capacity=_int(settings, "NEARDUP_BLOOM_CAPACITY", 1_000_000, 1),
+            # 10**10 URLs is already 18 GB of bits: more is a typo, not a crawl
+            bloom_capacity=_int(settings, "NEARDUP_BLOOM_CAPACITY", 1_000_000, 1, 10**10),
             bloom_error_rate=_float(settings, "NEARDUP_BLOOM_ERROR_RATE", 0.001, 0.0, 0.5),
             strip_params=tuple(strip),
             strip_trailing_slash=_bool(settings, "NEARDUP_STRIP_TRAILING_SLASH", True),
@@ -153,8 +190,12 @@ class NearDupConfig:
                 settings, "NEARDUP_SIMILARITY_FIELD", "duplicate_similarity"
             ),
             storage=_choice(settings, "NEARDUP_STORAGE", "memory", STORAGES),
+            redis_url=_redis_url(settings),
+            key_prefix=_key_prefix(settings),
+            redis_on_error=_choice(settings, "NEARDUP_REDIS_ON_ERROR", "fail-open", REDIS_ON_ERROR),
+            redis_timeout=_float(settings, "NEARDUP_REDIS_TIMEOUT", 5.0, 0.0, 600.0),
             state_dir=Path(state_dir) if state_dir else None,
-            flush_interval=_float(settings, "NEARDUP_FLUSH_INTERVAL", 1.0, 0.0, 3600.0),
+            flush_interval=_float(settings, "NEARDUP_FLUSH_INTERVAL", 1.0, 0.0, 3600.0, True),
             debug=_bool(settings, "NEARDUP_DEBUG", False),
         )
         config.make_method()  # unknown backend options fail here, at start
@@ -177,6 +218,9 @@ def state_dir_from(settings: Any) -> Path | None:
     """
     state_dir = settings.get("NEARDUP_STATE_DIR")
     jobdir = settings.get("JOBDIR")
+    for name, value in (("NEARDUP_STATE_DIR", state_dir), ("JOBDIR", jobdir)):
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise ConfigError(name, value, "a directory path")
     priority = getattr(settings, "getpriority", lambda name: 0)
     if state_dir and jobdir and (priority("JOBDIR") or 0) > (priority("NEARDUP_STATE_DIR") or 0):
         state_dir = None

@@ -9,6 +9,7 @@ from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.request import referer_str
 
 from scrapy_neardup.exceptions import InvalidURL
+from scrapy_neardup.frontier import RECOVERED_META
 from scrapy_neardup.state import NearDupState
 
 if TYPE_CHECKING:
@@ -48,13 +49,18 @@ class NearDupDupeFilter(RFPDupeFilter):
     def request_seen(self, request: Request) -> bool:
         if request.meta.get("neardup_skip"):
             return False
+        if request.meta.get(RECOVERED_META) == request.url:
+            return False  # queued again after a crash: recorded already, crawled once more
         try:
             canonical = self.state.canonical(request.url)
         except InvalidURL:
             self.state.inc("neardup/urls/invalid")
             return False
         request.meta[CHECKED_META] = request.url
-        return self.state.url_seen(canonical)
+        frontier = self.state.frontier
+        if frontier is None:
+            return self.state.url_seen(canonical)
+        return self.state.url_seen(canonical, lambda fp: frontier.schedule(request, fp))
 
     def log(self, request: Request, spider: Spider | Any = None) -> None:
         self.state.inc("neardup/urls/filtered")

@@ -46,9 +46,22 @@ def decode_body(body: bytes, encoding: str | None) -> str:
         return body.decode("utf-8", errors="replace")
 
 
-def looks_binary(body: bytes) -> bool:
-    """NUL bytes in the first KiB: an image, a PDF or a compressed blob, not a page."""
-    return b"\x00" in body[:1024]
+def looks_binary(body: bytes, encoding: str | None = None) -> bool:
+    """NUL bytes in the first KiB: an image, a PDF or a compressed blob, not a page (unless
+    the page is in UTF-16 or UTF-32, where NUL bytes are normal)."""
+    wide = (encoding or "").lower().replace("_", "-").startswith(("utf-16", "utf-32", "utf16"))
+    return not wide and b"\x00" in body[:1024]
+
+
+def sniff_utf16(body: bytes) -> str | None:
+    """``utf-16-le``/``-be`` when every other byte of the start is NUL (markup in UTF-16 with
+    neither a BOM nor a label, which HTTP and HTML detection miss), else None."""
+    head = body[:1024]
+    if len(head) >= 64:
+        for encoding, nuls in (("utf-16-le", head[1::2]), ("utf-16-be", head[0::2])):
+            if nuls.count(0) >= 0.9 * len(nuls):
+                return encoding
+    return None
 
 
 def extract_main_text(
@@ -57,8 +70,12 @@ def extract_main_text(
     """Title and main text of an HTML page; the whole visible text when trafilatura finds none."""
     import trafilatura
 
-    if not body.strip() or looks_binary(body):
+    if not body.strip():
         return Extracted(_EMPTY, "empty")
+    if looks_binary(body, encoding):
+        encoding = sniff_utf16(body)  # UTF-16 without a BOM or a charset label
+        if encoding is None:
+            return Extracted(_EMPTY, "empty")
     html = decode_body(body, encoding)
     try:
         doc = trafilatura.bare_extraction(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter, is_item
@@ -15,6 +16,7 @@ from w3lib.url import safe_url_string
 from scrapy_neardup.dupefilter import CHECKED_META
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.extraction import Extracted
+from scrapy_neardup.frontier import FRONTIER_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState, PageText
 from scrapy_neardup.twisted_futures import await_future
 
@@ -50,7 +52,10 @@ def find_canonical(response: Response) -> str | None:
                 raw = next(g for g in href.groups() if g is not None).strip()
                 if raw:
                     text = raw.decode(response.encoding or "utf-8", errors="replace")
-                    return safe_url_string(response.urljoin(text))
+                    try:
+                        return safe_url_string(response.urljoin(text))
+                    except ValueError:  # "http://[bad", a port out of range: no canonical
+                        return None
     return None
 
 
@@ -74,7 +79,17 @@ class UrlFilterMiddleware:
         return cls(state, state.config.check_canonical)
 
     def _skip(self, request: Request) -> bool:
-        return request.dont_filter or bool(request.meta.get("neardup_skip"))
+        return (
+            request.dont_filter
+            or bool(request.meta.get("neardup_skip"))
+            or request.meta.get(RECOVERED_META) == request.url  # re-queued after a crash
+        )
+
+    def _ignore(self, request: Request, message: str) -> IgnoreRequest:
+        """IgnoreRequest for a response dropped here: its request is done."""
+        if self.state.frontier is not None:
+            self.state.frontier.done(request)
+        return IgnoreRequest(message)
 
     def _seen(self, url: str) -> bool | None:
         """Test-and-set of ``url``; None when the URL cannot be canonicalised."""
@@ -109,7 +124,7 @@ class UrlFilterMiddleware:
             and self._seen(response.url)
         ):
             self.state.inc("neardup/urls/filtered_redirect")
-            raise IgnoreRequest(f"scrapy-neardup: final URL already seen: {response.url}")
+            raise self._ignore(request, f"scrapy-neardup: final URL already seen: {response.url}")
         if self.check_canonical and 200 <= response.status < 300:
             canonical = find_canonical(response)
             if canonical and self._canonical_differs(canonical, requested):
@@ -118,8 +133,9 @@ class UrlFilterMiddleware:
                 # it would drop every page of the site, so it is recorded but never drops.
                 if seen and not _is_root(canonical):
                     self.state.inc("neardup/urls/filtered_canonical")
-                    raise IgnoreRequest(
-                        f"scrapy-neardup: rel=canonical {canonical} already seen ({response.url})"
+                    raise self._ignore(
+                        request,
+                        f"scrapy-neardup: rel=canonical {canonical} already seen ({response.url})",
                     )
         return response
 
@@ -215,4 +231,99 @@ class PageTextMiddleware:
         return PageText(response.url, extracted, signed)
 
 
-__all__ = ["Extracted", "PageTextMiddleware", "UrlFilterMiddleware", "find_canonical"]
+@dataclass
+class _Output:
+    """A response whose spider output is being processed: items not yet at their end."""
+
+    response: Any
+    items: int = 0
+    finished: bool = False
+
+
+class FrontierMiddleware:
+    """Tells the :class:`~scrapy_neardup.frontier.Frontier` when a request is done, and
+    schedules again, at start, the requests a crashed run had queued.
+
+    A request is done when its response's spider output was consumed to the end and every
+    item in it was scraped, dropped or failed; only then can a crash no longer lose it.
+    Sits next to the engine (order 10), so it sees the final output of the spider.
+    """
+
+    def __init__(self, state: NearDupState) -> None:
+        self.state = state
+        self.crawler: Any = None
+        self._outputs: dict[int, _Output] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FrontierMiddleware:
+        from scrapy import signals
+
+        state = NearDupState.from_crawler(crawler)
+        config = state.config
+        if not (config.enabled and config.url_filter and config.state_dir):
+            raise NotConfigured  # no message: Scrapy would warn on every crawl without JOBDIR
+        mw = cls(state)
+        mw.crawler = crawler
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(mw._item_done, signal=signal)
+        return mw
+
+    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        self.state.open()
+        frontier = self.state.frontier
+        if frontier is not None:
+            for request in frontier.recover(self.crawler.spider):
+                yield request
+        async for obj in start:
+            yield obj
+
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any], spider: Any = None
+    ) -> AsyncIterator[Any]:
+        request = response.request
+        frontier = self.state.frontier
+        if frontier is None or request is None or not request.meta.get(FRONTIER_META):
+            async for obj in result:
+                yield obj
+            return
+        output = self._outputs.setdefault(id(response), _Output(response))
+        recovered = request.meta.get(RECOVERED_META) == request.url
+        try:
+            async for obj in result:
+                if is_item(obj):
+                    output.items += 1
+                    if recovered:
+                        frontier.recovered_items[id(obj)] = obj
+                yield obj
+        except Exception:
+            self._finish(output)  # the callback failed: Scrapy will not call it again
+            raise
+        self._finish(output)
+
+    def _item_done(self, item: Any = None, response: Any = None, *args: Any, **kwargs: Any) -> None:
+        if self.state.frontier is not None:
+            self.state.frontier.recovered_items.pop(id(item), None)
+        output = self._outputs.get(id(response)) if response is not None else None
+        if output is not None and output.response is response:
+            output.items -= 1
+            if output.finished and output.items <= 0:
+                self._done(output)
+
+    def _finish(self, output: _Output) -> None:
+        output.finished = True
+        if output.items <= 0:
+            self._done(output)
+
+    def _done(self, output: _Output) -> None:
+        self._outputs.pop(id(output.response), None)
+        if self.state.frontier is not None and output.response.request is not None:
+            self.state.frontier.done(output.response.request)
+
+
+__all__ = [
+    "Extracted",
+    "FrontierMiddleware",
+    "PageTextMiddleware",
+    "UrlFilterMiddleware",
+    "find_canonical",
+]

@@ -20,12 +20,25 @@ logger = logging.getLogger(__name__)
 FIRST_LOGGED = 5
 
 
+def as_text(value: Any) -> Any:
+    """The text of an item's text field: a string as it is; bytes decoded as UTF-8 (bad bytes
+    replaced); a list or tuple of strings (paragraphs, e.g. from ``.getall()``) joined by
+    newlines. Anything else is returned as it is (and the item is kept unchecked)."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    return value
+
+
 class NearDupPipeline:
     """Compares each item's text with the kept ones; first seen wins.
 
     The text is the item's ``NEARDUP_TEXT_FIELD`` when set and present, else the main text of
     its page found by :class:`~scrapy_neardup.middlewares.PageTextMiddleware`. Items without
-    either are kept and counted (``neardup/skipped/no_text``), never dropped.
+    either are kept and counted (``neardup/skipped/no_text``), never dropped; a text field
+    that is neither text nor convertible by :func:`as_text` (a number, a dict) is counted as
+    ``neardup/skipped/bad_text`` and the item kept.
     """
 
     def __init__(self, state: NearDupState) -> None:
@@ -49,12 +62,18 @@ class NearDupPipeline:
         signed = await self._signatures(adapter, page)
         if signed is None:
             return item
-        key = self._key(adapter, page)
-        verdict = self.state.dedup.check_signed(key, signed)
+        base = self._base_key(adapter, page)
+        verdict = self.state.dedup.check_signed(self._unique(base), signed)
         if verdict.short and self.state.dedup.near is not None:
             self.state.inc("neardup/short")
         if not verdict.is_duplicate:
             self.state.inc("neardup/items/kept")
+            return item
+        if verdict.duplicate_of == base and self._recovered(item):
+            # Its own URL, kept before a crash: whether the item reached the feed then is
+            # unknown, so it is kept again (at least once beats lost; see frontier.py).
+            self.state.inc("neardup/items/redelivered")
+            logger.info("scrapy-neardup: %s kept again after a crash (re-crawled)", base)
             return item
         self.state.inc(f"neardup/duplicates/{verdict.method}")
         self._log(verdict)
@@ -71,7 +90,7 @@ class NearDupPipeline:
 
     async def _signatures(self, adapter: ItemAdapter, page: Any) -> Signed | None:
         field = self.config.text_field
-        value = adapter.get(field) if field else None
+        value = as_text(adapter.get(field)) if field else None
         if value:
             if not isinstance(value, str):
                 self.state.inc("neardup/skipped/bad_text")
@@ -92,11 +111,18 @@ class NearDupPipeline:
             return None
         return page.signed
 
-    def _key(self, adapter: ItemAdapter, page: Any) -> str:
-        """The item's URL (or its page's); made unique when several items share one."""
+    def _recovered(self, item: Any) -> bool:
+        frontier = self.state.frontier
+        return frontier is not None and frontier.is_recovered_item(item)
+
+    def _base_key(self, adapter: ItemAdapter, page: Any) -> str:
+        """The item's URL (or its page's)."""
         field = self.config.url_field
         value = adapter.get(field) if field else None
-        key = value if isinstance(value, str) and value else (page.url if page else "item")
+        return value if isinstance(value, str) and value else (page.url if page else "item")
+
+    def _unique(self, key: str) -> str:
+        """``key``, made unique when several items share one."""
         dedup = self.state.dedup
         if key in dedup.exact.store or key in dedup.members:
             n = 2

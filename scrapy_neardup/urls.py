@@ -13,6 +13,7 @@ import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from rbloom import Bloom
 from w3lib.url import canonicalize_url
@@ -141,6 +142,10 @@ def canonical_url(
     rules = _rules_for(strip_params)
     try:
         out = canonicalize_url(url)
+        if "[" in out or "]" in out:
+            # IDNA maps a fullwidth "［" in a host to "[": w3lib then returns a host that
+            # nothing (itself included) can parse ("http://xn--[-xs8c/").
+            urlsplit(out)
     except Exception as exc:  # any failure inside w3lib means: not a URL we can use
         raise InvalidURL(url, str(exc) or type(exc).__name__) from None
     if "%" in url and _STRAY_PERCENT.search(url):

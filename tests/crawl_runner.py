@@ -2,6 +2,9 @@
 
     python tests/crawl_runner.py '{"start_url": ..., "settings": {...}, "out": "result.json"}'
 
+With ``"ready": PATH, "go": PATH`` it touches ``ready`` once set up and waits for ``go`` to
+exist before crawling, so that a test can start several crawls at the same moment.
+
 Writes the kept items, the dropped items with their reasons, the crawl's stats and every
 warning raised to ``out``. A separate process per crawl: a Twisted reactor cannot restart.
 """
@@ -52,6 +55,9 @@ def main() -> None:
     crawler.signals.connect(on_scraped, signal=signals.item_scraped)
     crawler.signals.connect(on_dropped, signal=signals.item_dropped)
     process.crawl(crawler, start_url=args["start_url"])
+    if args.get("ready"):  # tell the test this process is set up, then wait for its go
+        Path(args["ready"]).touch()
+        wait_for(Path(args["go"]))
     process.start()
     stats = {
         k: (v if isinstance(v, (int, float, str)) else str(v))
@@ -60,6 +66,16 @@ def main() -> None:
     Path(args["out"]).write_text(
         json.dumps({"kept": kept, "dropped": dropped, "stats": stats, "warnings": caught}, indent=1)
     )
+
+
+def wait_for(path: Path, timeout: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{path} did not appear within {timeout} s")
+        time.sleep(0.01)
 
 
 if __name__ == "__main__":

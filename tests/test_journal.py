@@ -57,3 +57,32 @@ def test_snapshot_replaces_atomically(tmp_path) -> None:
     write_snapshot(path, b"second")
     assert path.read_bytes() == b"second"
     assert not (tmp_path / "snap.tmp").exists()
+
+
+def test_rewrite_compacts_and_appending_goes_on(tmp_path) -> None:
+    path = tmp_path / "j"
+    journal = Journal(path, flush_interval=0)
+    journal.open()
+    for payload in (b"one", b"two", b"three"):
+        journal.append(payload)
+    journal.rewrite([b"two"])
+    journal.append(b"four")
+    journal.close()
+    assert read_records(path)[0] == [b"two", b"four"]
+
+
+def test_before_sync_runs_first_so_files_stay_ordered(tmp_path) -> None:
+    """A journal whose records must never outlive another's syncs that one first."""
+    first = Journal(tmp_path / "first", flush_interval=3600)
+    second = Journal(tmp_path / "second", flush_interval=3600)
+    first.open()
+    second.open()
+    second.before_sync = first.sync
+    first.append(b"cause")
+    second.append(b"effect")
+    assert read_records(tmp_path / "first")[0] == []  # both still buffered
+    second.sync()
+    assert read_records(tmp_path / "first")[0] == [b"cause"]
+    assert read_records(tmp_path / "second")[0] == [b"effect"]
+    first.close()
+    second.close()

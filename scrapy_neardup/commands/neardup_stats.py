@@ -2,7 +2,9 @@
 
 Reads the state directory of a crawl (``JOBDIR/neardup``, ``NEARDUP_STATE_DIR``, or a path
 given on the command line) without loading the spider or building any index, so it works
-inside a project and outside one, while a crawl runs or after it ended.
+inside a project and outside one, while a crawl runs or after it ended. With ``--redis-url``
+it reports on a crawl shared through Redis instead (``--key-prefix``, else
+``NEARDUP_KEY_PREFIX``), and ``--reset`` deletes that crawl's keys, and only those.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from scrapy.exceptions import UsageError
 
 from scrapy_neardup.config import state_dir_from
 from scrapy_neardup.engine import Member, iter_state
-from scrapy_neardup.exceptions import NearDupError, StateError
+from scrapy_neardup.exceptions import NearDupError, StateError, StorageError
 from scrapy_neardup.state import (
     CONTENT_JOURNAL,
     CONTENT_SNAPSHOT,
@@ -77,12 +79,6 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
             (similarity,) = struct.unpack_from("<d", payload, pos)
             members[key.decode()] = Member(key.decode(), head.decode(), method.decode(), similarity)
 
-    by_head: dict[str, list[Member]] = {}
-    for m in members.values():
-        by_head.setdefault(m.head, []).append(m)
-    sizes = Counter(len(v) + 1 for v in by_head.values())
-    largest = sorted(by_head.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]
-    similarities = [m.similarity for m in members.values() if m.similarity > 0]
     return {
         "state_dir": str(directory),
         "urls": {
@@ -93,20 +89,92 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
             "expected_false_positive_rate": bloom.expected_false_positive_rate,
             "stages": bloom.stages,
         },
-        "content": {
-            "method": meta.get("method"),
-            "params": meta.get("params"),
-            "documents_indexed": len(heads),
-            "duplicates": len(members),
-            "duplicates_by_method": dict(Counter(m.method for m in members.values())),
-            "clusters": len(by_head),
-            "cluster_sizes": {str(k): v for k, v in sorted(sizes.items())},
-            "similarity_histogram": _histogram(similarities),
-            "largest_clusters": [
-                {"head": head, "size": len(ms) + 1, "members": [m.key for m in ms]}
-                for head, ms in largest
-            ],
+        "content": _content(meta, len(heads), members, top),
+    }
+
+
+def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str, Any]:
+    """The same summary for a crawl whose state is in Redis under ``{prefix}:neardup:``."""
+    from scrapy_neardup.storage import redis as redis_storage
+
+    client = redis_storage.connect(url, retries=1)
+    try:
+        meta_key = f"{redis_storage.key_base(prefix)}:meta"
+        raw = client.hgetall(meta_key)
+        if not raw:
+            found = redis_storage.find_prefixes(client)
+            raise StateError(
+                f"no scrapy-neardup keys under prefix {prefix!r} in {url}"
+                + (f" (prefixes found: {', '.join(found)})" if found else "")
+            )
+        meta = json.loads(raw.get(b"content", b"{}"))
+        url_params = json.loads(raw.get(b"urls", b"{}"))
+        capacity = url_params.get("capacity", 1)
+        rate = url_params.get("error_rate", 0.001)
+        if url_params.get("impl") == "redisbloom":
+            bloom = redis_storage.RedisBloomModuleFilter(client, prefix, capacity, rate)
+        else:
+            bloom = redis_storage.RedisBloomFilter(client, prefix, capacity, rate)
+        info = bloom.info()
+        members = {
+            key: Member(key, head, method, similarity)
+            for key, head, method, similarity in redis_storage.members(client, prefix)
+        }
+        heads = client.hlen(f"{redis_storage.key_base(prefix)}:exact:ids")
+    except redis_storage.REDIS_ERRORS as exc:
+        raise StorageError(f"cannot read {url}: {exc}") from None
+    finally:
+        client.close()
+    seen = info["seen"]
+    return {
+        "redis": f"{url} prefix {prefix!r}",
+        "urls": {
+            "seen": seen,
+            "bloom_bytes": info["bloom_bytes"],
+            "bytes_per_url": round(info["bloom_bytes"] / seen, 3) if seen else None,
+            "fill_ratio": info["fill_ratio"],
+            "expected_false_positive_rate": info["expected_false_positive_rate"],
+            "stages": info["stages"],
         },
+        "content": _content(meta, heads, members, top),
+    }
+
+
+def reset_redis(url: str, prefix: str) -> int:
+    """Delete every key of the crawl under ``{prefix}:neardup:``; returns how many."""
+    from scrapy_neardup.storage import redis as redis_storage
+
+    client = redis_storage.connect(url, retries=1)
+    try:
+        return redis_storage.delete_prefix(client, prefix)
+    except redis_storage.REDIS_ERRORS as exc:
+        raise StorageError(f"cannot reset {prefix!r} in {url}: {exc}") from None
+    finally:
+        client.close()
+
+
+def _content(
+    meta: dict[str, Any], heads: int, members: dict[str, Member], top: int
+) -> dict[str, Any]:
+    by_head: dict[str, list[Member]] = {}
+    for m in members.values():
+        by_head.setdefault(m.head, []).append(m)
+    sizes = Counter(len(v) + 1 for v in by_head.values())
+    largest = sorted(by_head.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]
+    similarities = [m.similarity for m in members.values() if m.similarity > 0]
+    return {
+        "method": meta.get("method"),
+        "params": meta.get("params"),
+        "documents_indexed": heads,
+        "duplicates": len(members),
+        "duplicates_by_method": dict(Counter(m.method for m in members.values())),
+        "clusters": len(by_head),
+        "cluster_sizes": {str(k): v for k, v in sorted(sizes.items())},
+        "similarity_histogram": _histogram(similarities),
+        "largest_clusters": [
+            {"head": head, "size": len(ms) + 1, "members": [m.key for m in ms]}
+            for head, ms in largest
+        ],
     }
 
 
@@ -118,6 +186,10 @@ def _histogram(values: list[float], bins: int = 10) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
+def _percent(value: float | None, digits: int) -> str:
+    return "n/a" if value is None else f"{value:.{digits}%}"
+
+
 def _bar(count: int, most: int, width: int = 40) -> str:
     return "#" * max(1, round(width * count / most)) if count else ""
 
@@ -125,14 +197,14 @@ def _bar(count: int, most: int, width: int = 40) -> str:
 def render(summary: dict[str, Any]) -> str:
     u, c = summary["urls"], summary["content"]
     lines = [
-        f"scrapy-neardup state: {summary['state_dir']}",
+        f"scrapy-neardup state: {summary.get('redis') or summary.get('state_dir')}",
         "",
         "URLs",
         f"  seen                      {u['seen']}",
         f"  Bloom filter              {u['bloom_bytes']} bytes in {u['stages']} stage(s)"
         + (f", {u['bytes_per_url']} bytes per URL" if u["bytes_per_url"] else ""),
-        f"  fill                      {u['fill_ratio']:.2%}",
-        f"  expected false positives  {u['expected_false_positive_rate']:.5%}",
+        f"  fill                      {_percent(u['fill_ratio'], 2)}",
+        f"  expected false positives  {_percent(u['expected_false_positive_rate'], 5)}",
         "",
         f"Content ({c['method'] or 'no documents yet'})",
         f"  documents indexed         {c['documents_indexed']}",
@@ -167,7 +239,7 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "[options] [STATE_DIR]"
+        return "[options] [STATE_DIR] | --redis-url URL [--key-prefix PREFIX] [--reset]"
 
     def short_desc(self) -> str:
         return "Show what scrapy-neardup recorded for a crawl (URLs, duplicates, clusters)"
@@ -175,16 +247,31 @@ class Command(ScrapyCommand):
     def long_desc(self) -> str:
         return (
             "Reads the scrapy-neardup state of a crawl: STATE_DIR, else NEARDUP_STATE_DIR, "
-            "else JOBDIR/neardup (pass -s JOBDIR=... as for the crawl)."
+            "else JOBDIR/neardup (pass -s JOBDIR=... as for the crawl). With --redis-url, the "
+            "crawl shared through Redis under --key-prefix (else NEARDUP_KEY_PREFIX; the crawl "
+            "used the spider's name when that was unset); --reset deletes its keys, and only "
+            "those."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("--json", action="store_true", help="print JSON for machines")
         parser.add_argument("--top", type=int, default=TOP_CLUSTERS, help="largest clusters shown")
+        parser.add_argument("--redis-url", help="read the crawl's state from this Redis")
+        parser.add_argument(
+            "--key-prefix", help="the crawl's NEARDUP_KEY_PREFIX (default: the setting)"
+        )
+        parser.add_argument(
+            "--reset",
+            action="store_true",
+            help="delete the crawl's keys ({prefix}:neardup:*) from Redis, and only those",
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
+        if opts.redis_url or opts.reset:
+            self._run_redis(args, opts)
+            return
         if len(args) > 1:
             raise UsageError("give at most one STATE_DIR")
         if args:
@@ -198,6 +285,30 @@ class Command(ScrapyCommand):
             directory = found
         try:
             summary = summarize(directory, opts.top)
+        except NearDupError as exc:
+            print(f"neardup-stats: {exc}")
+            self.exitcode = 1
+            return
+        print(json.dumps(summary, indent=2) if opts.json else render(summary))
+
+    def _run_redis(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        if args:
+            raise UsageError("give a STATE_DIR or --redis-url, not both")
+        url = opts.redis_url or self.settings.get("NEARDUP_REDIS_URL")
+        if not url:
+            raise UsageError("--reset needs --redis-url URL (or NEARDUP_REDIS_URL)")
+        prefix = opts.key_prefix or self.settings.get("NEARDUP_KEY_PREFIX")
+        if not prefix:
+            raise UsageError(
+                "give --key-prefix: the crawl's NEARDUP_KEY_PREFIX, or its spider's name"
+            )
+        try:
+            if opts.reset:
+                deleted = reset_redis(url, prefix)
+                print(f"neardup-stats: deleted {deleted} keys under {prefix}:neardup: in {url}")
+                return
+            summary = summarize_redis(url, prefix, opts.top)
         except NearDupError as exc:
             print(f"neardup-stats: {exc}")
             self.exitcode = 1

@@ -16,7 +16,7 @@ import os
 import struct
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -57,10 +57,16 @@ class Journal:
         self._file: BinaryIO | None = None
         self._last_sync = time.monotonic()
         self._dirty = False
+        #: True when :meth:`open` found (and cut off) a torn or corrupt tail.
+        self.torn = False
+        #: Called before this journal's records are made durable: a journal whose records
+        #: must never outlive another's (see :mod:`scrapy_neardup.frontier`) syncs that first.
+        self.before_sync: Callable[[], None] | None = None
 
     def open(self) -> Iterator[bytes]:
         """Replay the intact records (cutting off a bad tail), then open for appending."""
         records, good, bad_tail = read_records(self.path)
+        self.torn = bad_tail
         if bad_tail:
             logger.warning(
                 "scrapy-neardup: %s ends with a torn or corrupt record after %d good ones "
@@ -77,7 +83,7 @@ class Journal:
     def append(self, payload: bytes) -> None:
         if self._file is None:
             raise RuntimeError(f"journal {self.path} is not open")
-        self._file.write(_HEADER.pack(len(payload), zlib.crc32(payload)) + payload)
+        self._file.write(_frame(payload))
         self._dirty = True
         if self.flush_interval == 0 or time.monotonic() - self._last_sync >= self.flush_interval:
             self.sync()
@@ -85,10 +91,20 @@ class Journal:
     def sync(self) -> None:
         """Flush the buffer and fsync: what is written so far survives a crash."""
         if self._file is not None and self._dirty:
+            if self.before_sync is not None:
+                self.before_sync()
             self._file.flush()
             os.fsync(self._file.fileno())
             self._dirty = False
         self._last_sync = time.monotonic()
+
+    def rewrite(self, payloads: Iterable[bytes]) -> None:
+        """Replace every record with ``payloads``, atomically (compaction), and go on appending."""
+        if self._file is not None:
+            self._file.close()
+        write_snapshot(self.path, b"".join(_frame(p) for p in payloads))
+        self._file = self.path.open("ab")
+        self._dirty = False
 
     def reset(self) -> None:
         """Empty the journal (its records are in a snapshot now)."""
@@ -103,6 +119,10 @@ class Journal:
             self.sync()
             self._file.close()
             self._file = None
+
+
+def _frame(payload: bytes) -> bytes:
+    return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
 
 
 def write_snapshot(path: Path, data: bytes) -> None:

@@ -18,10 +18,12 @@ class DemoSpider(scrapy.Spider):
 
     def __init__(self, start_url: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        # One URL, or several separated by commas (e.g. one section per crawler process).
         self.start_url = start_url or os.environ.get("DEMO_SITE_URL", "http://127.0.0.1:8000/")
 
     async def start(self):
-        yield scrapy.Request(self.start_url)
+        for url in self.start_url.split(","):
+            yield scrapy.Request(url.strip())
 
     def parse(self, response: Response) -> Iterator[Any]:
         if not isinstance(response, TextResponse):

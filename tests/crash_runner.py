@@ -1,0 +1,64 @@
+"""One crawl of the demo spider that may be killed at any moment (see tests/test_crash.py).
+
+    python tests/crash_runner.py '{"start_url": ..., "settings": {...}, "log": "items.jsonl"}'
+
+Every item's fate (kept or dropped, with the reason) is appended to ``log`` and fsynced as it
+happens, so what a run delivered before a SIGKILL is on disk; that stands in for a feed whose
+writes are durable. At a normal end a final ``{"stats": ...}`` line is appended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "example_project"))
+
+
+def main() -> None:
+    args = json.loads(sys.argv[1])
+    from demo.spiders.demo import DemoSpider
+    from scrapy import signals
+    from scrapy.crawler import CrawlerProcess
+
+    settings = {
+        "ADDONS": {"scrapy_neardup.Addon": 500},
+        "LOG_LEVEL": "INFO",
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        **args.get("settings", {}),
+    }
+    log = Path(args["log"]).open("a", encoding="utf-8")  # noqa: SIM115 - open for the run
+
+    def write(record: dict[str, Any]) -> None:
+        log.write(json.dumps(record) + "\n")
+        log.flush()
+        os.fsync(log.fileno())
+
+    process = CrawlerProcess(settings=settings)
+    crawler = process.create_crawler(DemoSpider)
+
+    def on_scraped(item: Any, **kwargs: Any) -> None:
+        write({"kept": dict(item)})
+
+    def on_dropped(item: Any, exception: BaseException, **kwargs: Any) -> None:
+        write({"dropped": dict(item), "reason": str(exception)})
+
+    crawler.signals.connect(on_scraped, signal=signals.item_scraped)
+    crawler.signals.connect(on_dropped, signal=signals.item_dropped)
+    process.crawl(crawler, start_url=args["start_url"])
+    process.start()
+    stats = {
+        k: (v if isinstance(v, (int, float, str)) else str(v))
+        for k, v in crawler.stats.get_stats().items()
+    }
+    write({"stats": stats})
+    log.close()
+
+
+if __name__ == "__main__":
+    main()

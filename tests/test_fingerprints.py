@@ -1,0 +1,72 @@
+"""The exact URL fingerprint store that confirms Bloom positives."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+
+import pytest
+
+from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.storage.fingerprints import FingerprintStore
+from scrapy_neardup.urls import url_fingerprint
+
+
+def fp(i: int) -> bytes:
+    return url_fingerprint(f"https://example.com/{i}")
+
+
+def test_add_and_contains(tmp_path) -> None:
+    store = FingerprintStore(tmp_path / "urls.sqlite")
+    assert fp(1) not in store
+    assert store.add(fp(1)) is False
+    assert store.add(fp(1)) is True
+    assert fp(1) in store and fp(2) not in store
+    assert len(store) == 1
+    store.count("false_positives")
+    store.count("false_positives", 2)
+    assert store.counter("false_positives") == 3
+    assert store.counter("other") == 0
+    store.close()
+
+
+def test_survives_reopen(tmp_path) -> None:
+    store = FingerprintStore(tmp_path / "urls.sqlite")
+    for i in range(1000):
+        store.add(fp(i))
+    store.count("false_positives")
+    store.close()
+    store = FingerprintStore(tmp_path / "urls.sqlite")
+    assert len(store) == 1000 and fp(999) in store and fp(1000) not in store
+    assert store.counter("false_positives") == 1
+    store.close()
+
+
+def _fill_then_die(path: str, ready) -> None:
+    store = FingerprintStore(path, flush_interval=0.0)  # commit after every write
+    for i in range(500):
+        store.add(fp(i))
+    ready.set()
+    signal.pause()
+
+
+def test_sigkill_loses_nothing_committed(tmp_path) -> None:
+    path = str(tmp_path / "urls.sqlite")
+    ctx = mp.get_context("spawn")
+    ready = ctx.Event()
+    proc = ctx.Process(target=_fill_then_die, args=(path, ready))
+    proc.start()
+    assert ready.wait(60)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
+    store = FingerprintStore(path)
+    assert all(fp(i) in store for i in range(500))
+    store.close()
+
+
+def test_a_file_that_is_not_a_store_is_a_state_error(tmp_path) -> None:
+    path = tmp_path / "urls.sqlite"
+    path.write_bytes(b"not a database" * 100)
+    with pytest.raises(StateError, match="fingerprint store"):
+        FingerprintStore(path)

@@ -1,0 +1,585 @@
+"""Redis storage against a real ``redis-server`` (tests/redis_server.py): no mocks.
+
+One server for the module (append-only file on, fsync always, so a restart keeps what was
+written); every test starts from an empty database. A missing ``redis-server`` fails the
+tests (``.ci/run`` installs it); only the RedisBloom module path is skipped, for want of the
+module.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from scrapy.exceptions import DropItem
+
+from scrapy_neardup.algorithms import make_method
+from scrapy_neardup.algorithms.exact import ExactMethod
+from scrapy_neardup.config import NearDupConfig
+from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.exceptions import ConfigError, StateError
+from scrapy_neardup.state import RETRY_INTERVAL, NearDupState
+from scrapy_neardup.storage import redis as rs
+from scrapy_neardup.text import Document
+from scrapy_neardup.urls import ScalableBloomFilter, url_fingerprint
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpus import synthetic_corpus
+from redis_server import RedisServer
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "example_project"
+RUNNER = ROOT / "tests" / "crawl_runner.py"
+sys.path.insert(0, str(EXAMPLE))
+
+from demo_site import Site, build_site, serve  # noqa: E402
+
+pytestmark = pytest.mark.timeout(120)
+
+BACKENDS = ["simhash", "minhash", "spotsigs", "exact"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = RedisServer(tmp_path_factory.mktemp("redis"), appendonly=True).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def client(server):
+    if not server.ping():  # a test that stopped it and failed before starting it again
+        server.start()
+    c = rs.connect(server.url)
+    c.flushdb()
+    yield c
+    c.close()
+
+
+def redis_dedup(client, prefix: str, method: str, **params) -> Deduplicator:
+    m = make_method(method, **params)
+    exact = ExactMethod()
+    return Deduplicator(
+        m,
+        min_tokens=20,
+        stores=lambda name: rs.RedisBucketStore(
+            client, prefix, name, exact if name == "exact" else m
+        ),
+    )
+
+
+class Stats:
+    """Just enough of Scrapy's stats collector for a state used without a crawler."""
+
+    def __init__(self) -> None:
+        self.values: Counter[str] = Counter()
+
+    def inc_value(self, key: str, count: int = 1) -> None:
+        self.values[key] += count
+
+    def set_value(self, key: str, value: int) -> None:
+        self.values[key] = value
+
+
+def redis_state(server, prefix: str = "t", **settings) -> tuple[NearDupState, Stats]:
+    config = NearDupConfig.from_settings(
+        {
+            "NEARDUP_STORAGE": "redis",
+            "NEARDUP_REDIS_URL": server.url,
+            "NEARDUP_EXTRACT": False,
+            "NEARDUP_WORKERS": 0,
+            "NEARDUP_MIN_TOKENS": 20,
+            "NEARDUP_REDIS_TIMEOUT": 1.0,
+            **settings,
+        }
+    )
+    stats = Stats()
+    state = NearDupState(config, stats, key_prefix=prefix)
+    state.open()
+    return state, stats
+
+
+# -- content indexes ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_redis_index_decides_as_the_memory_index(client, backend) -> None:
+    corpus = synthetic_corpus()
+    docs = [*corpus.originals, *corpus.variants][:120]
+    random.Random(1).shuffle(docs)
+    in_redis = redis_dedup(client, "p", backend)
+    in_memory = Deduplicator(make_method(backend), min_tokens=20)
+    for doc in docs:
+        assert in_redis.check(doc.key, doc.text) == in_memory.check(doc.key, doc.text), doc.key
+    assert len(in_redis) == len(in_memory)
+    assert (
+        dict(in_redis.near.store.items() if in_redis.near else {}).keys()
+        == dict(in_memory.near.store.items() if in_memory.near else {}).keys()
+    )
+
+
+def test_signatures_are_the_methods_bytes_not_pickles(client) -> None:
+    dedup = redis_dedup(client, "p", "minhash")
+    text = " ".join(f"word{i}" for i in range(100))
+    dedup.check("doc-a", text)
+    (raw,) = client.hvals("p:neardup:minhash:docs")
+    signature = dedup.near.method.signature(Document(text))
+    assert raw == rs._pack_doc("doc-a", dedup.near.method.encode(signature))
+    assert not raw.startswith(b"\x80")  # no pickle protocol header
+    assert {k.decode() for k in client.keys("*")} >= {
+        "p:neardup:minhash:docs",
+        "p:neardup:minhash:ids",
+        "p:neardup:exact:docs",
+    }
+    assert all(k.startswith(b"p:neardup:") for k in client.keys("*"))
+
+
+def _variants(n_bases: int, n_copies: int, seed: int) -> list[list[str]]:
+    """Groups of near-identical texts (one word of 150 changed each); groups are unrelated."""
+    rng = random.Random(seed)
+    groups = []
+    for _ in range(n_bases):
+        base = [f"w{rng.randrange(20000)}" for _ in range(150)]
+        copies = []
+        for c in range(n_copies):
+            words = list(base)
+            words[(c * 37) % 150] = f"edit{rng.randrange(10**6)}"
+            copies.append(" ".join(words))
+        groups.append(copies)
+    return groups
+
+
+def _hammer(url: str, prefix: str, backend: str, store_cls=rs.RedisBucketStore, threads: int = 6):
+    """``threads`` writers, each with its own copy of every group, all at the same group at the
+    same moment. Returns the kept keys, the verdicts and one method to compare signatures."""
+    method = make_method(backend)
+    exact = ExactMethod()
+    groups = _variants(40, threads, seed=3)
+    if backend == "exact":  # exact matching needs identical copies
+        groups = [[g[0]] * threads for g in groups]
+    signer = Deduplicator(make_method(backend), min_tokens=20)
+    signed = [[signer.sign(text) for text in g] for g in groups]
+    barrier = threading.Barrier(threads)
+    verdicts: list[list] = [[] for _ in range(threads)]
+
+    def writer(t: int) -> None:
+        c = rs.connect(url)
+        dedup = Deduplicator(
+            method,
+            min_tokens=20,
+            stores=lambda name: store_cls(c, prefix, name, exact if name == "exact" else method),
+        )
+        for g, group in enumerate(signed):
+            barrier.wait()
+            verdicts[t].append(dedup.check_signed(f"g{g}/t{t}", group[t]))
+        c.close()
+
+    workers = [threading.Thread(target=writer, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    signatures = {f"g{g}/t{t}": signed[g][t] for g in range(len(groups)) for t in range(threads)}
+    return [v for vs in verdicts for v in vs], signatures, method, len(groups)
+
+
+def _pairs_kept_together(verdicts, signatures, method) -> list[tuple[str, str, float]]:
+    kept = [v.key for v in verdicts if not v.is_duplicate]
+    near = (
+        (lambda a, b: method.similarity(a.near, b.near))
+        if method.name != "exact"
+        else (lambda a, b: 1.0 if a.exact == b.exact else None)
+    )
+    out = []
+    for i, a in enumerate(kept):
+        for b in kept[i + 1 :]:
+            sa, sb = signatures[a], signatures[b]
+            exact_same = sa.exact == sb.exact
+            sim = near(sa, sb) if sa.near is not None or method.name == "exact" else None
+            if exact_same or sim is not None:
+                out.append((a, b, 1.0 if exact_same else sim))
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_concurrent_writers_never_both_keep_near_duplicates(client, server, backend) -> None:
+    verdicts, signatures, method, n_groups = _hammer(server.url, "h", backend)
+    assert len(verdicts) == n_groups * 6
+    assert _pairs_kept_together(verdicts, signatures, method) == []
+    kept_groups = Counter(v.key.split("/")[0] for v in verdicts if not v.is_duplicate)
+    assert set(kept_groups) == {f"g{g}" for g in range(n_groups)}, "a distinct text was lost"
+    for v in verdicts:
+        if v.is_duplicate:  # the original named is a kept copy of the same group
+            assert v.duplicate_of.split("/")[0] == v.key.split("/")[0]
+            assert not next(x for x in verdicts if x.key == v.duplicate_of).is_duplicate
+
+
+class NonAtomicStore(rs.RedisBucketStore):
+    """Query, then add: what the optimistic script exists to prevent."""
+
+    def query_and_add(self, key, signature, buckets, verify, probe=None):
+        found = self.query(signature, buckets, verify, probe)
+        time.sleep(0.002)
+        if not found:
+            self.add(key, signature, buckets)
+        return found
+
+
+def test_the_hammer_catches_a_store_that_is_not_atomic(client, server) -> None:
+    """The concurrency test above can fail: a query-then-add store keeps duplicates in it."""
+    verdicts, signatures, method, _ = _hammer(server.url, "n", "minhash", store_cls=NonAtomicStore)
+    assert len(_pairs_kept_together(verdicts, signatures, method)) > 10
+
+
+def test_probe_watches_only_the_least_filled_buckets(client) -> None:
+    """``probe`` (SpotSigs' prefix rule) reads the least filled buckets and still adds to all."""
+    store = rs.RedisBucketStore(client, "p", "x", make_method("simhash"))
+    verify = lambda other: 1.0 if other == 7 else None  # noqa: E731
+    assert store.query_and_add("a", 7, [1, 2, 3], verify) == []
+    assert store.query_and_add("b", 8, [1, 4, 5], verify, probe=2) == []  # 1 is the fullest
+    assert store.query(7, [1, 4, 5], verify) == [("a", 1.0)]
+    assert store.query(7, [9, 4, 5], verify, probe=2) == []
+    assert len(store) == 2 and "a" in store and "zz" not in store
+
+
+# -- URL filter --------------------------------------------------------------------------------
+
+
+def test_bloom_in_redis_grows_by_stages_over_several_keys(client) -> None:
+    urls = [url_fingerprint(f"https://example.com/page/{i}") for i in range(3000)]
+    bloom = rs.RedisBloomFilter(client, "u", 500, 0.001, chunk_bits=4096)
+    assert bloom.add_many(urls[:2000]).count(True) <= 3  # false positives only
+    for fp in urls[2000:]:
+        bloom.add(fp)
+    assert all(bloom.add_many(urls))
+    assert bloom.stages == 3 and len(bloom) >= 2995  # 500 + 1000 + 2000
+    bitmaps = [k for k in client.keys("u:neardup:urls:*")]
+    assert len(bitmaps) > 4 and all(client.strlen(k) <= 4096 // 8 for k in bitmaps)
+    unseen = [url_fingerprint(f"https://example.com/other/{i}") for i in range(5000)]
+    false_positives = sum(fp in bloom for fp in unseen)
+    assert false_positives <= 5000 * 0.001 * 4
+    memory = ScalableBloomFilter(500, 0.001)
+    for fp in urls:
+        memory.add(fp)
+    assert bloom.size_in_bytes == pytest.approx(memory.size_in_bytes, rel=0.01)
+    info = bloom.info()
+    assert info["stages"] == memory.stages == 3 and 0 < info["expected_false_positive_rate"] < 0.001
+
+
+def test_bloom_test_and_set_is_atomic_across_writers(client, server) -> None:
+    urls = [url_fingerprint(f"https://example.com/{i}") for i in range(2000)]
+    new_counts: Counter[bytes] = Counter()
+    lock = threading.Lock()
+    barrier = threading.Barrier(4)
+
+    def writer(seed: int) -> None:
+        c = rs.connect(server.url, retries=0)
+        bloom = rs.RedisBloomFilter(c, "a", 500, 1e-6)
+        order = list(urls)
+        random.Random(seed).shuffle(order)
+        barrier.wait()
+        for start in range(0, len(order), 50):
+            batch = order[start : start + 50]
+            for fp, seen in zip(batch, bloom.add_many(batch), strict=True):
+                if not seen:
+                    with lock:
+                        new_counts[fp] += 1
+        c.close()
+
+    threads = [threading.Thread(target=writer, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert max(new_counts.values()) == 1, "a URL was new to two writers"
+    assert len(new_counts) >= 1998  # every URL recorded once (but for a false positive)
+    assert int(client.hget("a:neardup:urls", "count")) == len(new_counts)
+
+
+def test_redisbloom_module_path(client) -> None:
+    if not rs.has_bloom_module(client):
+        pytest.skip("this redis-server has no RedisBloom module (Debian's has none)")
+    bloom = rs.RedisBloomModuleFilter(client, "m", 1000, 0.001)
+    fps = [url_fingerprint(f"https://example.com/{i}") for i in range(100)]
+    assert not any(bloom.add_many(fps)) and all(bloom.add_many(fps)) and len(bloom) == 100
+
+
+# -- state: settings, meta, outages ---------------------------------------------------------
+
+
+def test_settings_are_validated() -> None:
+    with pytest.raises(ConfigError, match="NEARDUP_REDIS_URL"):
+        NearDupConfig.from_settings({"NEARDUP_REDIS_URL": "localhost:6379"})
+    with pytest.raises(ConfigError, match="NEARDUP_REDIS_ON_ERROR"):
+        NearDupConfig.from_settings({"NEARDUP_REDIS_ON_ERROR": "ignore"})
+    with pytest.raises(ConfigError, match="NEARDUP_KEY_PREFIX"):
+        NearDupConfig.from_settings({"NEARDUP_KEY_PREFIX": ""})
+    c = NearDupConfig.from_settings({"NEARDUP_STORAGE": "Redis"})
+    assert (c.storage, c.redis_url, c.key_prefix, c.redis_on_error) == (
+        "redis",
+        "redis://localhost:6379/0",
+        None,
+        "fail-open",
+    )
+    with pytest.raises(ConfigError, match="NEARDUP_KEY_PREFIX"):
+        NearDupState(c)  # no prefix and no spider to take the name of
+
+
+def test_other_method_parameters_are_refused(client, server) -> None:
+    state, _ = redis_state(server, "m", NEARDUP_BACKEND="simhash", NEARDUP_SIMHASH_K=3)
+    state.close()
+    with pytest.raises(StateError, match=r"'k': 3.*configured params=.*'k': 4"):
+        redis_state(server, "m", NEARDUP_BACKEND="simhash", NEARDUP_SIMHASH_K=4)
+    with pytest.raises(StateError, match="capacity"):
+        redis_state(server, "m", NEARDUP_BACKEND="simhash", NEARDUP_BLOOM_CAPACITY=5)
+    other, _ = redis_state(server, "m2", NEARDUP_BACKEND="simhash", NEARDUP_SIMHASH_K=4)
+    other.close()
+
+
+def test_reset_deletes_one_crawl_and_only_it(client) -> None:
+    for prefix in ("a*", "ab", "a"):
+        redis_dedup(client, prefix, "simhash").check("k", " ".join(f"x{i}" for i in range(40)))
+        client.hset(f"{prefix}:neardup:meta", "format", "1")
+    client.set("a:other", "1")
+    before = client.dbsize()
+    deleted = rs.delete_prefix(client, "a*")
+    assert deleted > 5 and client.dbsize() == before - deleted
+    assert not client.keys("a\\*:neardup:*")
+    assert client.keys("ab:neardup:*") and client.keys("a:neardup:*") and client.get("a:other")
+    assert rs.find_prefixes(client) == ["a", "ab"]
+
+
+TEXT_A = " ".join(f"alpha{i}" for i in range(60))
+TEXT_B = " ".join(f"beta{i}" for i in range(60))
+
+
+def test_restart_loses_nothing_and_an_outage_fails_open(client, server, caplog) -> None:
+    caplog.set_level(logging.INFO, "scrapy_neardup")
+    state, stats = redis_state(server, "r")
+    first = [f"https://example.com/{i}" for i in range(50)]
+    assert not any(state.url_seen(u) for u in first)
+    assert not state.dedup.check_signed("a", state.dedup.sign(TEXT_A)).is_duplicate
+
+    server.stop()
+    during = [f"https://example.com/during/{i}" for i in range(20)]
+    assert not any(state.url_seen(u) for u in during)  # crawled, not lost
+    verdict = state.dedup.check_signed("b", state.dedup.sign(TEXT_B))
+    assert not verdict.is_duplicate  # kept, unchecked
+    assert all(state.url_seen(u) for u in first[:5] + during)  # this process knows them
+    assert state.dedup.check_signed("b1", state.dedup.sign(TEXT_B)).duplicate_of == "b"
+    assert stats.values["neardup/urls/unchecked"] == 20
+    assert stats.values["neardup/items/unchecked"] == 1
+    assert 1 <= stats.values["neardup/redis/errors"] <= 2  # then no calls until RETRY_INTERVAL
+    outage_logs = [r for r in caplog.records if "is unavailable" in r.getMessage()]
+    assert len(outage_logs) == 1 and outage_logs[0].levelno == logging.WARNING
+    assert "fail-open" in outage_logs[0].getMessage()
+
+    server.start()
+    time.sleep(RETRY_INTERVAL + 0.1)
+    assert all(state.url_seen(u) for u in first)  # recorded before the restart: still there
+    assert all(state.url_seen(u) for u in during)  # met during the outage: written on return
+    assert state.dedup.check_signed("a2", state.dedup.sign(TEXT_A)).duplicate_of == "a"
+    assert state.dedup.check_signed("b2", state.dedup.sign(TEXT_B)).duplicate_of == "b"
+    assert any("is back" in r.getMessage() for r in caplog.records)
+    state.close()
+    assert stats.values["neardup/documents/indexed"] == 2
+
+
+def test_an_outage_fails_closed_when_asked(client, server, caplog) -> None:
+    state, stats = redis_state(server, "c", NEARDUP_REDIS_ON_ERROR="fail-closed")
+    assert not state.url_seen("https://example.com/1")
+    server.stop()
+    try:
+        assert state.url_seen("https://example.com/2")  # not let through unchecked
+        with pytest.raises(DropItem, match="fail-closed"):
+            state.dedup.check_signed("a", state.dedup.sign(TEXT_A))
+        assert stats.values["neardup/items/unchecked"] == 1
+        assert any(
+            r.levelno == logging.ERROR and "stopping the crawl" in r.getMessage()
+            for r in caplog.records
+        )
+        with pytest.raises(StateError, match="fail-closed"):
+            redis_state(server, "c", NEARDUP_REDIS_ON_ERROR="fail-closed")
+    finally:
+        server.start()
+    state.close()
+
+
+# -- real crawls -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site() -> Site:
+    return build_site()
+
+
+@pytest.fixture(scope="module")
+def site_url(site: Site):
+    httpd, port = serve("127.0.0.1", 0, site)
+    yield f"http://127.0.0.1:{port}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+STATS_CMD = [sys.executable, "-m", "scrapy", "neardup-stats"]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLE)])}
+
+
+def start_crawl(
+    start_url: str, out: Path, ready: Path | None = None, go: Path | None = None, **settings: object
+) -> subprocess.Popen:
+    args = {
+        "start_url": start_url,
+        "out": str(out),
+        "settings": {"LOG_LEVEL": "WARNING", "NEARDUP_WORKERS": 1, **settings},
+    }
+    if ready is not None:
+        args.update(ready=str(ready), go=str(go))
+    return subprocess.Popen(
+        [sys.executable, str(RUNNER), json.dumps(args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=out.parent,
+        env=ENV,
+    )
+
+
+def finish(proc: subprocess.Popen, out: Path) -> dict:
+    _, stderr = proc.communicate(timeout=180)
+    assert proc.returncode == 0, stderr[-4000:]
+    result = json.loads(out.read_text())
+    result["stderr"] = stderr
+    return result
+
+
+def redis_settings(server: RedisServer, prefix: str, **extra: object) -> dict:
+    return {
+        "NEARDUP_STORAGE": "redis",
+        "NEARDUP_REDIS_URL": server.url,
+        "NEARDUP_KEY_PREFIX": prefix,
+        **extra,
+    }
+
+
+def test_two_crawlers_share_one_redis(client, server, site, site_url, tmp_path) -> None:
+    """Two processes start from different pages of one site and race through the same links:
+    together they keep every distinct document exactly once, each URL once, and drop only
+    true copies."""
+    settings = redis_settings(server, "two", NEARDUP_BACKEND="minhash", DOWNLOAD_DELAY=0.01)
+    go = tmp_path / "go"
+    sections = [f"section/{s}" for s in ("energy", "transport", "health", "farming", "science")]
+    halves = (
+        ["", "archive", "zh", *sections[:3]],  # the two halves share /zh and a section
+        ["most-read", "wire", "partners", "zh", *sections[2:]],
+    )
+    procs = []
+    for n, paths in enumerate(halves):
+        start = ",".join(site_url + p for p in paths)
+        out, ready = tmp_path / f"{n}.json", tmp_path / f"ready{n}"
+        procs.append((start_crawl(start, out, ready, go, **settings), out, ready))
+    deadline = time.monotonic() + 60
+    while not all(ready.exists() for _, _, ready in procs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.touch()  # both set up: crawl at the same moment
+    results = [finish(proc, out) for proc, out, _ in procs]
+
+    kept = [item for r in results for item in r["kept"]]
+    ids = Counter(site.lookup(item["url"]).doc_id for item in kept)
+    assert set(ids) == set(site.expected_unique_docs()), "a distinct document was lost"
+    assert max(ids.values()) == 1, [d for d, n in ids.items() if n > 1]
+    assert len({item["url"] for item in kept}) == len(kept)
+    for r in results:
+        for item in r["dropped"]:
+            original = item["reason"].split("near-duplicate of ", 1)[1].split(" (", 1)[0]
+            assert site.lookup(item["url"]).doc_id == site.lookup(original).doc_id
+        assert "Traceback" not in r["stderr"]
+        assert r["stats"]["neardup/items/kept"] > 0  # both did real work
+        assert "neardup/redis/errors" not in r["stats"]
+    # The shared URL filter split the pages: together, each page was fetched about once.
+    fetched = sum(r["stats"].get("response_received_count", 0) for r in results)
+    assert fetched < len(site.pages) + 20
+
+    stats = subprocess.run(
+        [*STATS_CMD, "--json", "--redis-url", server.url, "--key-prefix", "two"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=ENV,
+        timeout=60,
+    )
+    assert stats.returncode == 0, stats.stderr
+    summary = json.loads(stats.stdout)
+    assert summary["content"]["documents_indexed"] == 54
+    assert summary["content"]["duplicates"] == sum(len(r["dropped"]) for r in results) == 24
+    assert summary["content"]["method"] == "minhash" and summary["urls"]["seen"] >= 100
+    assert summary["content"]["clusters"] > 0 and summary["content"]["largest_clusters"]
+
+    reset = subprocess.run(
+        [*STATS_CMD, "--redis-url", server.url, "--key-prefix", "two", "--reset"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=ENV,
+        timeout=60,
+    )
+    assert reset.returncode == 0 and "deleted" in reset.stdout, reset.stderr
+    assert not client.keys("two:neardup:*")
+
+
+def _wait_for_urls(client, prefix: str, at_least: int, proc: subprocess.Popen) -> int:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        count = int(client.hget(f"{prefix}:neardup:urls", "count") or 0)
+        if count >= at_least:
+            return count
+        time.sleep(0.02)
+    raise AssertionError("the crawl did not record URLs in Redis")
+
+
+def test_crawl_survives_a_redis_restart(client, server, site, site_url, tmp_path) -> None:
+    slow = {"CONCURRENT_REQUESTS": 2, "DOWNLOAD_DELAY": 0.04}
+    proc = start_crawl(site_url, tmp_path / "r.json", **redis_settings(server, "rs", **slow))
+    before = _wait_for_urls(client, "rs", 25, proc)
+    server.stop()
+    time.sleep(1.5)
+    server.start()
+    result = finish(proc, tmp_path / "r.json")
+    stats = result["stats"]
+    assert stats["finish_reason"] == "finished"
+    ids = Counter(site.lookup(item["url"]).doc_id for item in result["kept"])
+    assert set(ids) == set(site.expected_unique_docs()), "a distinct document was lost"
+    assert stats["neardup/redis/errors"] >= 1 and stats["neardup/urls/unchecked"] >= 1
+    assert result["stderr"].count("is unavailable") == 1
+    assert "is back" in result["stderr"]
+    assert "Traceback" not in result["stderr"]
+    after = rs.connect(server.url)
+    assert int(after.hget("rs:neardup:urls", "count")) >= before  # nothing recorded was lost
+    after.close()
+
+
+def test_crawl_stops_when_redis_goes_away_and_fail_closed(
+    client, server, site_url, tmp_path
+) -> None:
+    slow = {"CONCURRENT_REQUESTS": 2, "DOWNLOAD_DELAY": 0.04}
+    settings = redis_settings(server, "fc", NEARDUP_REDIS_ON_ERROR="fail-closed", **slow)
+    proc = start_crawl(site_url, tmp_path / "c.json", **settings)
+    _wait_for_urls(client, "fc", 10, proc)
+    server.stop()
+    try:
+        result = finish(proc, tmp_path / "c.json")
+    finally:
+        server.start()
+    assert result["stats"]["finish_reason"] == "neardup_redis_unavailable"
+    assert result["stderr"].count("is unavailable") == 1
+    assert len(result["kept"]) < 54
