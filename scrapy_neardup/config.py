@@ -107,6 +107,7 @@ class NearDupConfig:
     enabled: bool = True
     # URL filter
     url_filter: bool = True
+    url_confirm: bool = True
     bloom_capacity: int = 1_000_000
     bloom_error_rate: float = 0.001
     strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS
@@ -167,6 +168,7 @@ class NearDupConfig:
         config = cls(
             enabled=_bool(settings, "NEARDUP_ENABLED", True),
             url_filter=_bool(settings, "NEARDUP_URL_FILTER", True),
+            url_confirm=_bool(settings, "NEARDUP_URL_CONFIRM", True),
             # 10**10 URLs is already 18 GB of bits: more is a typo, not a crawl
             bloom_capacity=_int(settings, "NEARDUP_BLOOM_CAPACITY", 1_000_000, 1, 10**10),
             bloom_error_rate=_float(settings, "NEARDUP_BLOOM_ERROR_RATE", 0.001, 0.0, 0.5),

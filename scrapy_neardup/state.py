@@ -11,6 +11,8 @@ Files in the state directory::
 
     urls.bloom       ScalableBloomFilter.to_bytes() snapshot (format in scrapy_neardup.urls)
     urls.journal     journal of 16-byte canonical-URL fingerprints added since the snapshot
+    urls.sqlite      every fingerprint, read only to confirm a Bloom positive before a
+                     request is dropped (NEARDUP_URL_CONFIRM; scrapy_neardup.storage.fingerprints)
     content.state    Deduplicator.to_bytes() snapshot (format in scrapy_neardup.engine)
     content.journal  journal of b"H" (kept) and b"M" (duplicate) records, encoded below
     frontier.journal requests let through the URL filter and not done yet, so that a crawl
@@ -40,7 +42,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import struct
+import tempfile
 import time
 import weakref
 from collections import deque
@@ -55,6 +59,7 @@ from scrapy_neardup.engine import Deduplicator, Member, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError
 from scrapy_neardup.extraction import Extracted, Extractor
 from scrapy_neardup.frontier import Frontier
+from scrapy_neardup.storage.fingerprints import FingerprintStore
 from scrapy_neardup.storage.journal import Journal, write_snapshot
 from scrapy_neardup.urls import ScalableBloomFilter, canonical_url, url_fingerprint
 
@@ -71,6 +76,7 @@ RETRY_INTERVAL = 1.0
 BACKLOG_MAX = 100_000
 
 URL_SNAPSHOT, URL_JOURNAL = "urls.bloom", "urls.journal"
+URL_CONFIRM = "urls.sqlite"
 CONTENT_SNAPSHOT, CONTENT_JOURNAL = "content.state", "content.journal"
 
 
@@ -215,6 +221,8 @@ class NearDupState:
         self._url_journal: Journal | None = None
         self._content_journal: Journal | None = None
         self.frontier: Frontier | None = None
+        self.confirm: FingerprintStore | None = None
+        self._confirm_tmp: str | None = None
         self._opened = False
         self._closed = False
 
@@ -259,6 +267,7 @@ class NearDupState:
             return
         directory = self.config.state_dir
         if directory is None:
+            self._open_confirm(None)
             return
         directory.mkdir(parents=True, exist_ok=True)
         try:
@@ -287,9 +296,45 @@ class NearDupState:
                 self.urls = ScalableBloomFilter.from_bytes(snapshot.read_bytes())
             except StateError as exc:
                 raise StateError(str(exc), path=str(snapshot)) from None
+        self._open_confirm(directory)
         self._url_journal = Journal(directory / URL_JOURNAL, self.config.flush_interval)
         for fingerprint in self._url_journal.open():
-            self.urls.add(fingerprint)
+            self._record(fingerprint)
+
+    def _record(self, fingerprint: bytes) -> bool:
+        """Add to the Bloom filter and the confirming store; True if the Bloom had it."""
+        if self.confirm is not None:
+            self.confirm.add(fingerprint)
+        return self.urls.add(fingerprint)
+
+    def _open_confirm(self, directory: Path | None) -> None:
+        """The exact fingerprint store that confirms Bloom positives (NEARDUP_URL_CONFIRM).
+
+        Without a state directory it lives in a temporary file, removed at close. A state
+        directory whose Bloom filter predates its store cannot confirm the older URLs, so
+        confirming is then off for the crawl (logged): a positive is trusted as before.
+        """
+        if not (self.config.enabled and self.config.url_filter and self.config.url_confirm):
+            return
+        if directory is None:
+            handle, self._confirm_tmp = tempfile.mkstemp(prefix="neardup-urls-", suffix=".sqlite")
+            os.close(handle)
+            path = Path(self._confirm_tmp)
+        else:
+            path = directory / URL_CONFIRM
+        is_new = not path.exists() or path.stat().st_size == 0
+        store = FingerprintStore(path, self.config.flush_interval)
+        if is_new and len(self.urls):
+            logger.warning(
+                "scrapy-neardup: %s has %d URLs but no fingerprint store; Bloom positives "
+                "are not confirmed in this crawl",
+                directory,
+                len(self.urls),
+            )
+            store.close()
+            path.unlink(missing_ok=True)
+            return
+        self.confirm = store
 
     def _load_content(self, directory: Path) -> None:
         snapshot = directory / CONTENT_SNAPSHOT
@@ -318,7 +363,7 @@ class NearDupState:
             self.frontier.crawler = self.crawler
             self.frontier.open()
             for fingerprint in self.frontier.pending:
-                if not self.urls.add(fingerprint):  # journaled as queued, lost as recorded
+                if not self._record(fingerprint):  # journaled as queued, lost as recorded
                     self._url_journal.append(fingerprint)
             journals.append(self.frontier.journal)
             self.frontier.journal.before_sync = self._content_journal.sync
@@ -333,6 +378,8 @@ class NearDupState:
         for journal in (self._url_journal, self._content_journal):
             if journal is not None:
                 journal.sync()
+        if self.confirm is not None:
+            self.confirm.commit()
 
     def close(self, *args: Any, **kwargs: Any) -> None:
         """Snapshot and release everything (once); safe to call from a signal handler."""
@@ -340,6 +387,16 @@ class NearDupState:
             return
         self._closed = True
         self.extractor.close(wait=False)
+        if self.confirm is not None:
+            if self.stats is not None:
+                self.stats.set_value(
+                    "neardup/urls/false_positives_total", self.confirm.counter("false_positives")
+                )
+            self.confirm.close()
+            self.confirm = None
+        if self._confirm_tmp is not None:
+            for suffix in ("", "-wal", "-shm"):
+                Path(self._confirm_tmp + suffix).unlink(missing_ok=True)
         if self.redis is not None:
             self._close_redis()
             return
@@ -373,7 +430,15 @@ class NearDupState:
         if self.redis is not None:
             return self._redis_url_seen(fingerprint)
         if self.urls.add(fingerprint):
-            return True
+            if self.confirm is None or fingerprint in self.confirm:
+                return True
+            # A Bloom false positive: without the store, a page nobody fetched was dropped.
+            self.inc("neardup/urls/false_positives")
+            self.confirm.count("false_positives")
+            if self.config.debug:
+                logger.debug("scrapy-neardup: Bloom false positive confirmed new: %s", canonical)
+        if self.confirm is not None:
+            self.confirm.add(fingerprint)
         if on_new is not None:
             on_new(fingerprint)
         if self._url_journal is not None:

@@ -390,6 +390,22 @@ class ScalableBloomFilter:
         return sum(bloom.size_in_bits for bloom in self._blooms) // 8
 
     @property
+    def total_capacity(self) -> int:
+        """URLs the stages so far are sized for (at their error rates)."""
+        return sum(stage.capacity for stage in self._stages)
+
+    def expected_false_positives(self, steps: int = 100) -> float:
+        """Expected number of new URLs so far reported as seen: each stage's false-positive
+        rate integrated over its fill as its items were added."""
+        total = 0.0
+        for stage in self._stages:
+            size = stage.bloom.size_in_bits
+            for j in range(1, steps + 1):
+                fill = -math.expm1(-stage.k * stage.count * j / steps / size)
+                total += stage.count / steps * fill**stage.k
+        return total
+
+    @property
     def fill_ratio(self) -> float:
         """Estimated fraction of set bits in the newest stage (about 0.5 when it is full)."""
         return self._stages[-1].fill

@@ -26,10 +26,12 @@ from scrapy_neardup.exceptions import NearDupError, StateError, StorageError
 from scrapy_neardup.state import (
     CONTENT_JOURNAL,
     CONTENT_SNAPSHOT,
+    URL_CONFIRM,
     URL_JOURNAL,
     URL_SNAPSHOT,
     _blobs,
 )
+from scrapy_neardup.storage.fingerprints import FingerprintStore
 from scrapy_neardup.storage.journal import read_records
 from scrapy_neardup.urls import ScalableBloomFilter
 
@@ -79,12 +81,21 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
             (similarity,) = struct.unpack_from("<d", payload, pos)
             members[key.decode()] = Member(key.decode(), head.decode(), method.decode(), similarity)
 
+    confirmed = None
+    if (directory / URL_CONFIRM).exists():
+        store = FingerprintStore(directory / URL_CONFIRM)
+        confirmed = store.counter("false_positives")
+        store.close()
     return {
         "state_dir": str(directory),
         "urls": {
             "seen": urls,
             "bloom_bytes": bloom.size_in_bytes,
             "bytes_per_url": round(bloom.size_in_bytes / urls, 3) if urls else None,
+            "capacity": bloom.total_capacity,
+            "bytes_per_url_at_capacity": round(bloom.size_in_bytes / bloom.total_capacity, 3),
+            "expected_false_positives": round(bloom.expected_false_positives(), 2),
+            "confirmed_false_positives": confirmed,
             "fill_ratio": round(bloom.fill_ratio, 4),
             "expected_false_positive_rate": bloom.expected_false_positive_rate,
             "stages": bloom.stages,
@@ -179,10 +190,17 @@ def _content(
 
 
 def _histogram(values: list[float], bins: int = 10) -> dict[str, int]:
+    """Counts in ``bins`` equal bins from the lowest similarity (rounded down to 0.05) to 1,
+    so that a method whose matches all lie above 0.95 (SimHash) still shows a shape."""
+    if not values:
+        return {}
+    start = min(math.floor(min(values) * 20) / 20, 0.95)
+    width = (1.0 - start) / bins
     out: Counter[str] = Counter()
     for v in values:
-        low = min(math.floor(v * bins), bins - 1) / bins
-        out[f"{low:.1f}-{low + 1 / bins:.1f}"] += 1
+        i = min(int((v - start) / width), bins - 1)
+        low = start + i * width
+        out[f"{low:.3f}-{low + width:.3f}"] += 1
     return dict(sorted(out.items()))
 
 
@@ -202,9 +220,22 @@ def render(summary: dict[str, Any]) -> str:
         "URLs",
         f"  seen                      {u['seen']}",
         f"  Bloom filter              {u['bloom_bytes']} bytes in {u['stages']} stage(s)"
-        + (f", {u['bytes_per_url']} bytes per URL" if u["bytes_per_url"] else ""),
+        + (
+            f" for {u['capacity']} URLs ({u['bytes_per_url_at_capacity']} bytes per URL)"
+            if u.get("capacity")
+            else (f", {u['bytes_per_url']} bytes per URL" if u["bytes_per_url"] else "")
+        ),
         f"  fill                      {_percent(u['fill_ratio'], 2)}",
-        f"  expected false positives  {_percent(u['expected_false_positive_rate'], 5)}",
+        f"  false-positive rate now   {_percent(u['expected_false_positive_rate'], 5)}",
+    ]
+    if u.get("expected_false_positives") is not None:
+        lines.append(f"  false positives expected  {u['expected_false_positives']:.2f}")
+    if u.get("confirmed_false_positives") is not None:
+        lines.append(
+            f"  false positives confirmed {u['confirmed_false_positives']}"
+            " (new URLs the Bloom filter called seen; fetched thanks to the fingerprint store)"
+        )
+    lines += [
         "",
         f"Content ({c['method'] or 'no documents yet'})",
         f"  documents indexed         {c['documents_indexed']}",
