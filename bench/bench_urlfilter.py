@@ -11,7 +11,9 @@ the article-extraction benchmark's real URLs (``../shared/data``) when present.
 Both filters see the same pre-built ``scrapy.Request`` objects, in the same run:
 
 * default: ``RFPDupeFilter.from_crawler(get_crawler()).request_seen(request)``;
-* ours: ``ScalableBloomFilter(N, 0.001).add(url_fingerprint(canonical_url(request.url)))``.
+* ours: ``ScalableBloomFilter(N, 0.001).add(url_fingerprint(canonical_url(request.url)))``;
+* ours as configured by default (``NEARDUP_URL_CONFIRM``): the same, with every Bloom positive
+  confirmed against the on-disk ``FingerprintStore`` (SQLite) before it counts as seen.
 
 Printed: requests/second, memory per stored URL (the fingerprint set and its members for
 RFPDupeFilter; ``size_in_bytes`` for ours), requests filtered, our false positives and false
@@ -26,6 +28,7 @@ import argparse
 import gc
 import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,7 @@ from scrapy.utils.test import get_crawler  # noqa: E402
 
 from bench.common import load_article_urls  # noqa: E402
 from scrapy_neardup.exceptions import InvalidURL  # noqa: E402
+from scrapy_neardup.storage.fingerprints import FingerprintStore  # noqa: E402
 from scrapy_neardup.urls import ScalableBloomFilter, canonical_url, url_fingerprint  # noqa: E402
 
 WORDS = (
@@ -113,7 +117,9 @@ def build(scheme: str, host: str, path: str, params: list[str]) -> str:
     return f"{scheme}://{host}{path}{query}{hash_}{fragment}"
 
 
-def time_filters(requests: list[Request], n: int) -> tuple[dict, dict, bytearray, list[str]]:
+def time_filters(
+    requests: list[Request], n: int, store_dir: str
+) -> tuple[dict, dict, dict, bytearray, list[str]]:
     """Feed both filters the same requests, in blocks, taking turns at going first.
 
     Shared machines speed up and slow down over minutes; alternating blocks lets both
@@ -121,6 +127,9 @@ def time_filters(requests: list[Request], n: int) -> tuple[dict, dict, bytearray
     """
     dupefilter = RFPDupeFilter.from_crawler(get_crawler())
     bloom = ScalableBloomFilter(capacity=n, error_rate=0.001)
+    confirmed_bloom = ScalableBloomFilter(capacity=n, error_rate=0.001)
+    store = FingerprintStore(Path(store_dir, "urls.sqlite"))
+    confirmed = {"filtered": 0, "false_pos": 0}
     seen = bytearray()  # our answer per request: 0 new, 1 seen, 2 invalid URL
     canonical: list[str] = []  # kept for the check against the truth (an append is cheap)
 
@@ -139,10 +148,24 @@ def time_filters(requests: list[Request], n: int) -> tuple[dict, dict, bytearray
                 seen.append(bloom.add(url_fingerprint(url)))
             canonical.append(url)
 
-    seconds = {default_block: 0.0, ours_block: 0.0}
+    def confirmed_block(block: list[Request]) -> None:
+        # As NearDupState.url_seen does it: the store is read only on a Bloom positive.
+        for r in block:
+            try:
+                fingerprint = url_fingerprint(canonical_url(r.url))
+            except InvalidURL:
+                continue
+            if confirmed_bloom.add(fingerprint):
+                if fingerprint in store:
+                    confirmed["filtered"] += 1
+                    continue
+                confirmed["false_pos"] += 1
+            store.add(fingerprint)
+
+    seconds = {default_block: 0.0, ours_block: 0.0, confirmed_block: 0.0}
     for i, lo in enumerate(range(0, len(requests), 20_000)):
         block = requests[lo : lo + 20_000]
-        for func in (default_block, ours_block)[:: 1 if i % 2 else -1]:
+        for func in (default_block, ours_block, confirmed_block)[:: 1 if i % 2 else -1]:
             start = time.perf_counter()
             func(block)
             seconds[func] += time.perf_counter() - start
@@ -161,7 +184,16 @@ def time_filters(requests: list[Request], n: int) -> tuple[dict, dict, bytearray
         "stages": bloom.stages,
         "expected_fp_rate": bloom.expected_false_positive_rate,
     }
-    return default, ours, seen, canonical
+    store.close()
+    with_store = {
+        "seconds": seconds[confirmed_block],
+        "filtered": confirmed["filtered"],
+        "stored": len(confirmed_bloom),
+        "bytes": confirmed_bloom.size_in_bytes,
+        "disk_bytes": sum(f.stat().st_size for f in Path(store_dir).iterdir()),
+        "confirmed_fp": confirmed["false_pos"],
+    }
+    return default, ours, with_store, seen, canonical
 
 
 def truth(canonical: list[str], seen: bytearray) -> dict[str, Any]:
@@ -210,11 +242,12 @@ def run(n: int = 1_000_000) -> dict[str, Any]:
         f"{len(requests):,} requests ({source}, seed 42)",
         flush=True,
     )
-    default, ours, seen, canonical = time_filters(requests, n)
+    with tempfile.TemporaryDirectory() as store_dir:
+        default, ours, with_store, seen, canonical = time_filters(requests, n, store_dir)
     check = truth(canonical, seen)
     del canonical
     speed = canonical_speed([r.url for r in requests[:100_000]])
-    for r in (default, ours):
+    for r in (default, ours, with_store):
         r["per_s"] = len(requests) / r["seconds"]
         r["bytes_per_url"] = r["bytes"] / max(r["stored"], 1)
     fp_rate = check["false_pos"] / max(check["distinct"], 1)
@@ -228,8 +261,21 @@ def run(n: int = 1_000_000) -> dict[str, Any]:
         f"{ours['bytes_per_url']:>11.2f}{ours['filtered']:>10,}{check['false_pos']:>11,}"
     )
     print(
+        f"{'  + confirm store (default)':<34}{with_store['per_s']:>11,.0f}"
+        f"{with_store['bytes_per_url']:>11.2f}{with_store['filtered']:>10,}{0:>11,}"
+    )
+    print(
         f"{'ours / default':<34}{ours['per_s'] / default['per_s']:>11.2f}"
         f"{ours['bytes_per_url'] / default['bytes_per_url']:>11.3f}"
+    )
+    print(
+        f"{'ours + confirm store / default':<34}{with_store['per_s'] / default['per_s']:>11.2f}"
+        f"{with_store['bytes_per_url'] / default['bytes_per_url']:>11.3f}"
+    )
+    print(
+        f"Confirm store: {with_store['confirmed_fp']:,} Bloom positives found new and fetched"
+        f" (no false drop); {with_store['disk_bytes'] / max(with_store['stored'], 1):.1f} bytes"
+        " per URL on disk, SQLite's page cache (2 MB) in memory."
     )
     print(
         f"Truth: {check['distinct']:,} distinct canonical URLs, so"
@@ -252,6 +298,7 @@ def run(n: int = 1_000_000) -> dict[str, Any]:
         "requests": len(requests),
         "default": default,
         "ours": ours,
+        "with_store": with_store,
         "truth": check,
         "canonical_speed": speed,
         "false_positive_rate": fp_rate,

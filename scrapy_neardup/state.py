@@ -580,6 +580,7 @@ class NearDupState:
         try:
             self._connect_redis()
             if self._outage is not None:
+                self.redis_client.ping()  # back for real before saying so
                 self._recover()
             return call()
         except self.redis.REDIS_ERRORS as exc:
