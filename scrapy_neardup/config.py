@@ -115,6 +115,7 @@ class NearDupConfig:
     check_canonical: bool = True
     # main content
     extract: bool = True
+    extract_fast: bool = True
     workers: int = 2
     max_body_bytes: int = 10 * 1024 * 1024
     max_text_chars: int = 500_000
@@ -176,6 +177,7 @@ class NearDupConfig:
             strip_trailing_slash=_bool(settings, "NEARDUP_STRIP_TRAILING_SLASH", True),
             check_canonical=_bool(settings, "NEARDUP_CHECK_CANONICAL", True),
             extract=_bool(settings, "NEARDUP_EXTRACT", True),
+            extract_fast=_bool(settings, "NEARDUP_EXTRACT_FAST", True),
             workers=_int(settings, "NEARDUP_WORKERS", min(os.cpu_count() or 1, 8), 0, 64),
             max_body_bytes=_int(settings, "NEARDUP_MAX_BODY_BYTES", 10 * 1024 * 1024, 1024),
             max_text_chars=_int(settings, "NEARDUP_MAX_TEXT_CHARS", 500_000, 100),

@@ -17,7 +17,7 @@ from scrapy_neardup.dupefilter import CHECKED_META
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.extraction import Extracted
 from scrapy_neardup.frontier import FRONTIER_META, RECOVERED_META
-from scrapy_neardup.state import NearDupState, PageText
+from scrapy_neardup.state import NearDupState, PageText, freeze_startup_objects
 from scrapy_neardup.twisted_futures import await_future
 
 if TYPE_CHECKING:
@@ -176,6 +176,20 @@ class PageTextMiddleware:
     def _has_text_field(self, item: Any) -> bool:
         field = self.config.text_field
         return bool(field) and bool(ItemAdapter(item).get(field))
+
+    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """The first requests wait (a few seconds, once) for the extraction workers to load
+        trafilatura and jieba, so the first pages are not parsed late."""
+        self.state.open()
+        for future in self.state.extractor.warm_ups:
+            try:
+                await await_future(future)
+            except Exception as exc:  # a broken pool is restarted on the first page
+                logger.warning("scrapy-neardup: extraction workers did not start: %r", exc)
+                break
+        freeze_startup_objects()
+        async for obj in start:
+            yield obj
 
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any], spider: Any = None

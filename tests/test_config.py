@@ -19,6 +19,7 @@ def test_defaults() -> None:
     assert c.action == "drop"
     assert c.state_dir is None
     assert c.bloom_error_rate == 0.001
+    assert c.extract and c.extract_fast
 
 
 def test_jobdir_gives_state_dir(tmp_path) -> None:
@@ -52,6 +53,7 @@ def test_values_from_command_line_strings() -> None:
         ("NEARDUP_SIMHASH_K", 12, "to 7"),
         ("NEARDUP_WORKERS", "many", "an integer"),
         ("NEARDUP_ENABLED", "perhaps", "a boolean"),
+        ("NEARDUP_EXTRACT_FAST", "sometimes", "a boolean"),
         ("NEARDUP_TEXT_FIELD", "", "field name"),
         ("NEARDUP_STRIP_PARAMS", 5, "a list"),
         ("NEARDUP_BACKEND_PARAMS", "num_perm=3", "a dict"),

@@ -60,6 +60,28 @@ def test_page_without_main_text_falls_back_or_is_empty() -> None:
     assert extract_main_text(b"<html><body></body></html>").how == "empty"
 
 
+def test_title_comes_first_and_full_cascade_agrees_on_a_plain_article() -> None:
+    page = ARTICLE.replace(
+        "<title>", "<meta property='og:title' content='Bridge reopens'><title>"
+    ).encode()
+    fast = extract_main_text(page, "http://example.com/a", "utf-8")
+    full = extract_main_text(page, "http://example.com/a", "utf-8", fast=False)
+    assert fast.title == "Bridge reopens" and fast.text.startswith("Bridge reopens\n\n")
+    assert fast == full
+
+
+def test_worker_warm_up_is_awaitable() -> None:
+    extractor = Extractor(SignerSpec("minhash", (), 50, 100_000), workers=1, fast=False)
+    try:
+        extractor.start()
+        assert len(extractor.warm_ups) == 1
+        extractor.warm_ups[0].result(timeout=120)  # trafilatura and jieba loaded by now
+        extracted, _ = extractor.submit_extract(ARTICLE.encode(), None, "utf-8").result(60)
+        assert extracted.how == "trafilatura"
+    finally:
+        extractor.close()
+
+
 def test_inline_extractor_signs_and_caches() -> None:
     extractor = Extractor(SignerSpec("minhash", (), 50, 100_000), workers=0)
     digest, found = extractor.cached(ARTICLE.encode())
