@@ -172,9 +172,11 @@ class Deduplicator:
         """Signatures of a text: the costly, pure half of :meth:`check` (safe in a worker)."""
         doc = text if isinstance(text, Document) else Document(text)
         exact = self.exact.method.signature(doc)
-        if self.near is None or len(doc.tokens) < self.min_tokens:
-            return Signed(exact, None, len(doc.tokens))
-        return Signed(exact, self.near.method.signature(doc), len(doc.tokens))
+        reads_tokens = self.near is not None and getattr(self.near.method, "reads_tokens", False)
+        count = len(doc.tokens) if reads_tokens else doc.token_count
+        if self.near is None or count < self.min_tokens:
+            return Signed(exact, None, count)
+        return Signed(exact, self.near.method.signature(doc), count)
 
     def check(self, key: str, text: str | Document) -> Verdict:
         """Match ``text`` against everything kept so far; keep it (index it) if it is new."""

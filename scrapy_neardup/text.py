@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-import xxhash
 
 # Han, kana and hangul: scripts written without spaces between words.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -70,24 +69,96 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-# Token hashes are memoised: word frequencies are Zipfian, so a dict lookup replaces most
-# hash calls. The cache is bounded by clearing it, which costs only a few re-hashes.
-class _TokenHashes(dict):
-    def __missing__(self, token: str) -> int:
-        value = self[token] = xxhash.xxh3_64_intdigest(token.encode("utf-8", "surrogatepass"))
-        return value
+# Token hashes are computed for all tokens at once in numpy, not one Python call per token
+# (this project's own code, for speed: hashing was a third of signing a 5 KB text). A token's
+# hash is a polynomial over its code points, sum(cp[i] * P**i) modulo 2**64, with its length
+# mixed in and MurmurHash3's finaliser over the result.
+TOKEN_HASH = "poly64-fmix"  # in the params of the methods that use it: saved state says it
+_POLY = np.uint64(0x100000001B3)  # FNV's 64-bit prime (odd, so P**i never vanishes)
+_LENGTH_MIX = np.uint64(0x9E3779B97F4A7C15)
+_powers = np.ones(1, dtype=np.uint64)
+_char_table: np.ndarray | None = None
 
 
-_TOKEN_HASH_CACHE = _TokenHashes()
-_TOKEN_HASH_CACHE_MAX = 500_000
+def _powers_upto(n: int) -> np.ndarray:
+    """``P**i`` modulo 2**64 for ``i < n`` (at least); grown by doubling and kept."""
+    global _powers
+    if len(_powers) < n:
+        steps = np.full(max(n, 2 * len(_powers), 256), _POLY, dtype=np.uint64)
+        steps[0] = 1
+        _powers = np.multiply.accumulate(steps)  # wraps modulo 2**64
+    return _powers
+
+
+def _run_hashes(
+    code_points: np.ndarray, lengths: np.ndarray, starts: np.ndarray | None = None
+) -> np.ndarray:
+    """Hashes of consecutive runs of ``code_points`` with the given (positive) lengths."""
+    if starts is None:
+        starts = np.zeros(len(lengths), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+    offsets = np.arange(len(code_points), dtype=np.int64) - np.repeat(starts, lengths)
+    with np.errstate(over="ignore"):
+        terms = code_points.astype(np.uint64) * _powers_upto(int(lengths.max()))[offsets]
+        sums = np.add.reduceat(terms, starts)
+        return _fmix64(sums ^ (lengths.astype(np.uint64) * _LENGTH_MIX))
+
+
+def _code_points(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
 
 
 def hash_tokens(tokens: Sequence[str]) -> np.ndarray:
-    """64-bit xxh3 hash of each token, as a ``uint64`` array."""
-    if len(_TOKEN_HASH_CACHE) > _TOKEN_HASH_CACHE_MAX:
-        _TOKEN_HASH_CACHE.clear()
-    lookup = _TOKEN_HASH_CACHE.__getitem__  # one pass: misses are hashed by __missing__
-    return np.fromiter(map(lookup, tokens), dtype=np.uint64, count=len(tokens))
+    """A 64-bit hash of each token (see :data:`TOKEN_HASH`), as a ``uint64`` array."""
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    out = np.zeros(len(tokens), dtype=np.uint64)
+    nonempty = lengths > 0
+    if nonempty.any():
+        out[nonempty] = _run_hashes(_code_points("".join(tokens)), lengths[nonempty])
+    if not nonempty.all():
+        out[~nonempty] = _fmix64(np.zeros(1, dtype=np.uint64))[0]
+    return out
+
+
+_NOT_WORD, _WORD, _CJK_WORD = 0, 1, 2
+
+
+def _char_classes() -> np.ndarray:
+    """For each character of the Basic Multilingual Plane: 1 where ``\\w`` matches it
+    (``str.isalnum()`` or ``_``, as in CPython's ``re``), 2 for the CJK characters that
+    :func:`tokenize` gives to jieba, else 0."""
+    global _char_table
+    if _char_table is None:
+        bmp = "".join(map(chr, range(0x10000)))
+        table = np.fromiter((c.isalnum() or c == "_" for c in bmp), dtype=np.uint8, count=0x10000)
+        cjk = np.frombuffer("".join(_CJK_RE.findall(bmp)).encode("utf-32-le"), dtype="<u4")
+        table[cjk] = _CJK_WORD
+        _char_table = table
+    return _char_table
+
+
+def word_hashes(text: str) -> np.ndarray | None:
+    """``hash_tokens(tokenize(text))`` without building the token list, for text without CJK
+    characters (which need jieba) or characters beyond the BMP; None for those."""
+    code_points = _code_points(text)
+    if len(code_points) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    if code_points.max() >= 0x10000:
+        return None
+    classes = _char_classes()[code_points]
+    if not text.isascii() and (classes == _CJK_WORD).any():
+        return None
+    is_word = classes == _WORD
+    words = code_points[is_word]
+    if len(words) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    begins = is_word.copy()
+    begins[1:] &= ~is_word[:-1]
+    starts = np.flatnonzero(begins[is_word])
+    lengths = np.empty_like(starts)
+    lengths[:-1] = starts[1:] - starts[:-1]
+    lengths[-1] = len(words) - starts[-1]
+    return _run_hashes(words, lengths, starts)
 
 
 _MIX1 = np.uint64(0xFF51AFD7ED558CCD)
@@ -170,7 +241,18 @@ class Document:
 
     @cached_property
     def token_hashes(self) -> np.ndarray:
+        if "tokens" not in self.__dict__:
+            found = word_hashes(self.normalized)
+            if found is not None:
+                return found
         return hash_tokens(self.tokens)
+
+    @property
+    def token_count(self) -> int:
+        """``len(self.tokens)``, without tokenising when the hashes are enough."""
+        if "tokens" in self.__dict__:
+            return len(self.tokens)
+        return len(self.token_hashes)
 
     @cached_property
     def is_cjk(self) -> bool:

@@ -3,7 +3,7 @@
     python tests/crawl_runner.py '{"start_url": ..., "settings": {...}, "out": "result.json"}'
 
 With ``"ready": PATH, "go": PATH`` it touches ``ready`` once set up and waits for ``go`` to
-exist before crawling, so that a test can start several crawls at the same moment.
+exist before its first request, so that a test can start several crawls at the same moment.
 
 Writes the kept items, the dropped items with their reasons, the crawl's stats and every
 warning raised to ``out``. A separate process per crawl: a Twisted reactor cannot restart.
@@ -43,8 +43,22 @@ def main() -> None:
     }
     kept: list[dict] = []
     dropped: list[dict] = []
+    spider_class = DemoSpider
+    if args.get("ready"):
+
+        class SyncedSpider(DemoSpider):
+            """Tells the test this process is set up (the plugin's workers warmed up, which
+            happens before the spider's start), then waits for its go."""
+
+            async def start(self):
+                Path(args["ready"]).touch()
+                wait_for(Path(args["go"]))
+                async for request in super().start():
+                    yield request
+
+        spider_class = SyncedSpider
     process = CrawlerProcess(settings=settings)
-    crawler = process.create_crawler(DemoSpider)
+    crawler = process.create_crawler(spider_class)
 
     def on_scraped(item, **kwargs):
         kept.append(dict(item))
@@ -55,9 +69,6 @@ def main() -> None:
     crawler.signals.connect(on_scraped, signal=signals.item_scraped)
     crawler.signals.connect(on_dropped, signal=signals.item_dropped)
     process.crawl(crawler, start_url=args["start_url"])
-    if args.get("ready"):  # tell the test this process is set up, then wait for its go
-        Path(args["ready"]).touch()
-        wait_for(Path(args["go"]))
     process.start()
     stats = {
         k: (v if isinstance(v, (int, float, str)) else str(v))

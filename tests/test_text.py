@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
-import xxhash
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scrapy_neardup.text import (
     Document,
@@ -146,17 +148,47 @@ def test_document_tokens_come_from_the_normalized_text() -> None:
 # -- hashes and shingles ---------------------------------------------------------------------
 
 
-def test_hash_tokens_is_xxh3_of_utf8() -> None:
-    hashes = hash_tokens(["hello", "北京", "hello"])
+def _reference_token_hash(token: str) -> int:
+    """The documented token hash, one token at a time in plain Python."""
+    mask = (1 << 64) - 1
+    total = sum(ord(c) * pow(0x100000001B3, i, 1 << 64) for i, c in enumerate(token)) & mask
+    h = total ^ ((len(token) * 0x9E3779B97F4A7C15) & mask)
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & mask
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & mask
+    return h ^ (h >> 33)
+
+
+def test_hash_tokens_matches_the_documented_hash() -> None:
+    tokens = ["hello", "北京", "hello", "x", "naïve", "𝔘nicode", "bad\ud800"]
+    hashes = hash_tokens(tokens)
     assert hashes.dtype == np.uint64
-    assert hashes.tolist() == [
-        xxhash.xxh3_64_intdigest(b"hello"),
-        xxhash.xxh3_64_intdigest("北京".encode()),
-        xxhash.xxh3_64_intdigest(b"hello"),
-    ]
+    assert hashes.tolist() == [_reference_token_hash(t) for t in tokens]
+    assert hashes[0] == hashes[2] and len(set(hashes.tolist())) == 6
     assert hash_tokens([]).tolist() == []
-    # A lone surrogate (broken input) hashes instead of raising.
-    assert len(hash_tokens(["bad\ud800"])) == 1
+    assert hash_tokens(["", "a"]).tolist()[1] == _reference_token_hash("a")
+
+
+def test_word_table_is_what_re_calls_a_word_character() -> None:
+    from scrapy_neardup.text import _CJK_RE, _char_classes
+
+    table = _char_classes()
+    bmp = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
+    cjk = set(_CJK_RE.findall(bmp))
+    assert cjk == {c for c in bmp if table[ord(c)] == 2}  # these take the jieba path
+    assert set(re.findall(r"\w", bmp)) - cjk == {c for c in bmp if table[ord(c)] == 1}
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x2FFF, exclude_categories=["Cs"])))
+def test_vectorised_word_hashes_equal_tokenize_then_hash(text: str) -> None:
+    from scrapy_neardup.text import word_hashes
+
+    normal = normalize(text)
+    found = word_hashes(normal)
+    if found is not None:  # None: CJK or beyond the BMP, which take the token path
+        assert found.tolist() == hash_tokens(tokenize(normal)).tolist()
+        assert Document(text).token_count == len(tokenize(normal))
 
 
 def test_shingle_windows_count_and_identity() -> None:

@@ -28,7 +28,7 @@ import numpy as np
 import xxhash
 from datasketch import MinHash, MinHashLSH
 
-from scrapy_neardup.text import Document, ShingleSpec
+from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
 _SCHEME = "affine32"
 _LOW32 = np.uint64(0xFFFFFFFF)
@@ -83,6 +83,7 @@ class MinHashMethod:
             "rows": self.rows,
             "seed": self.seed,
             "scheme": _SCHEME,
+            "token_hash": TOKEN_HASH,
         }
 
     def signature(self, doc: Document) -> np.ndarray:

@@ -68,6 +68,7 @@ class SimHashMethod:
     """64-bit SimHash; a match is a Hamming distance of at most ``k``."""
 
     name = "simhash"
+    reads_tokens = True  # the token list, not only its hashes (see Deduplicator.sign)
 
     def __init__(
         self, k: int = 3, shingles: str | ShingleSpec = "word:2", blocks: int | None = None

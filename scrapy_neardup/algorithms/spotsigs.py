@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_neardup.text import Document, hash_tokens, shingle_hashes
+from scrapy_neardup.text import TOKEN_HASH, Document, hash_tokens, shingle_hashes
 
 _EPSILON = 1e-9
 
@@ -59,6 +59,7 @@ class SpotSigsMethod:
     """Jaccard similarity of spot-signature sets; a match is at least ``threshold``."""
 
     name = "spotsigs"
+    reads_tokens = True  # the token list, not only its hashes (see Deduplicator.sign)
 
     def __init__(
         self,
@@ -91,6 +92,7 @@ class SpotSigsMethod:
             "stopwords": sorted(self.stopwords),
             "index": "all-spots",
             "min_spots": self.min_spots,
+            "token_hash": TOKEN_HASH,
         }
 
     def spots(self, tokens: list[str]) -> list[tuple[str, ...]]:
