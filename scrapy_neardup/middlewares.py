@@ -127,7 +127,13 @@ class UrlFilterMiddleware:
             raise self._ignore(request, f"scrapy-neardup: final URL already seen: {response.url}")
         if self.check_canonical and 200 <= response.status < 300:
             canonical = find_canonical(response)
-            if canonical and self._canonical_differs(canonical, requested):
+            if canonical and not _same_site(canonical, response.url):
+                # Another site's URL is a claim this page cannot make good on: a copied
+                # template keeps its original's canonical, and trusting it would drop every
+                # page built on that template, and mark the other site's page as crawled.
+                # The content check still catches real reprints.
+                self.state.inc("neardup/urls/canonical_other_site")
+            elif canonical and self._canonical_differs(canonical, requested):
                 seen = self._seen(canonical)
                 # A canonical pointing at the site root is a common misconfiguration; trusting
                 # it would drop every page of the site, so it is recorded but never drops.
@@ -144,6 +150,21 @@ class UrlFilterMiddleware:
             return self.state.canonical(url) != requested
         except InvalidURL:
             return False
+
+
+def _site(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    for prefix in ("www.", "m.", "amp."):
+        if host.startswith(prefix):
+            return host[len(prefix) :]
+    return host
+
+
+def _same_site(url: str, other: str) -> bool:
+    """One host, give or take a ``www.``, ``m.`` or ``amp.`` in front."""
+    return _site(url) == _site(other)
 
 
 def _is_root(url: str) -> bool:

@@ -84,6 +84,26 @@ def test_canonical_pointing_at_the_root_never_drops(mw) -> None:
     assert mw.process_response(request, response) is response
 
 
+def test_canonical_on_another_site_neither_drops_nor_records(mw) -> None:
+    """A page built on a copied template keeps the original's canonical: it says nothing about
+    this page, so it drops nothing and does not mark the other site's page as crawled."""
+    first = Request("http://127.0.0.1:8000/a")
+    mw.process_request(first)
+    assert mw.process_response(first, page(first.url, "https://news.example/story", first))
+    second = Request("http://127.0.0.1:8000/b")
+    mw.process_request(second)
+    response = page(second.url, "https://news.example/story", second)
+    assert mw.process_response(second, response) is response
+    assert stat(mw, "canonical_other_site") == 2
+    assert mw.process_request(Request("https://news.example/story")) is None  # not seen
+
+    mobile = Request("https://m.example.com/story/9")  # one site: the canonical counts
+    mw.process_request(mobile)
+    mw.process_response(mobile, page(mobile.url, "https://www.example.com/story/9", mobile))
+    with pytest.raises(IgnoreRequest):
+        mw.process_request(Request("https://www.example.com/story/9"))
+
+
 def test_find_canonical_forms() -> None:
     assert find_canonical(page("https://e.com/a/b", "../c")) == "https://e.com/c"
     body = b"<html><head><LINK href='/x y' REL=Canonical></head></html>"
