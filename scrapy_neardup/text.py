@@ -83,11 +83,12 @@ _char_table: np.ndarray | None = None
 def _powers_upto(n: int) -> np.ndarray:
     """``P**i`` modulo 2**64 for ``i < n`` (at least); grown by doubling and kept."""
     global _powers
-    if len(_powers) < n:
-        steps = np.full(max(n, 2 * len(_powers), 256), _POLY, dtype=np.uint64)
+    powers = _powers  # one read: another thread may replace it meanwhile
+    if len(powers) < n:
+        steps = np.full(max(n, 2 * len(powers), 256), _POLY, dtype=np.uint64)
         steps[0] = 1
-        _powers = np.multiply.accumulate(steps)  # wraps modulo 2**64
-    return _powers
+        powers = _powers = np.multiply.accumulate(steps)  # wraps modulo 2**64
+    return powers
 
 
 def _run_hashes(
