@@ -51,6 +51,13 @@ class NearDupPipeline:
         state = NearDupState.from_crawler(crawler)
         if not state.config.enabled:
             raise NotConfigured("NEARDUP_ENABLED is off")
+        if not state.config.text_field and not _page_text_enabled(crawler):
+            logger.warning(
+                "scrapy-neardup: NearDupPipeline is on but PageTextMiddleware is not, and "
+                "NEARDUP_TEXT_FIELD is not set: items will have no text to compare and will "
+                'all be kept. Use ADDONS = {"scrapy_neardup.Addon": 500}, or add '
+                "scrapy_neardup.PageTextMiddleware to SPIDER_MIDDLEWARES."
+            )
         return cls(state)
 
     def open_spider(self, spider: Any = None) -> None:
@@ -158,3 +165,21 @@ class NearDupPipeline:
                 if self.config.debug or self.logged < FIRST_LOGGED
                 else " - no more duplicates will be shown (see NEARDUP_DEBUG)",
             )
+
+
+def _page_text_enabled(crawler: Crawler) -> bool:
+    from scrapy.utils.conf import build_component_list
+    from scrapy.utils.misc import load_object
+
+    from scrapy_neardup.middlewares import PageTextMiddleware
+
+    settings = crawler.settings
+    if not (settings.getbool("NEARDUP_EXTRACT", True)):
+        return False
+    for component in build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES")):
+        try:
+            if load_object(component) is PageTextMiddleware:
+                return True
+        except (ImportError, NameError, ValueError):
+            continue
+    return False

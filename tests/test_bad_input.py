@@ -568,3 +568,15 @@ def test_a_crawl_of_bad_pages_finishes_and_counts_each(tmp_path) -> None:
     assert stats["neardup/skipped/no_text"] >= 3
     assert {"empty", "png-as-html", "big", "nav-only"} <= kept
     assert stats["neardup/extract/trafilatura"] >= 5
+
+
+def test_pipeline_alone_says_its_items_have_no_text(caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="scrapy_neardup.pipeline"):
+        NearDupPipeline.from_crawler(crawler())
+    assert "PageTextMiddleware is not" in caplog.text
+    caplog.clear()
+    middlewares = {"scrapy_neardup.middlewares.PageTextMiddleware": 50}
+    with caplog.at_level(logging.WARNING, logger="scrapy_neardup.pipeline"):
+        NearDupPipeline.from_crawler(crawler(SPIDER_MIDDLEWARES=middlewares))
+        NearDupPipeline.from_crawler(crawler(NEARDUP_TEXT_FIELD="text"))
+    assert "PageTextMiddleware is not" not in caplog.text
