@@ -26,15 +26,16 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import DATA, serve_pages  # noqa: E402
 
 
 def load_pages() -> list[bytes]:
@@ -71,31 +72,6 @@ class Site:
             if i < len(self.pages) and c < self.copies:
                 return variant(self.pages[i], c)
         return None
-
-
-def serve(site: Site) -> tuple[ThreadingHTTPServer, int]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self) -> None:
-            body = site.body(self.path)
-            if body is None:
-                self.send_response(404)
-                body = b""
-            else:
-                self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, server.server_address[1]
 
 
 CRAWLER = r'''
@@ -219,7 +195,8 @@ def run(quick: bool = False, copies: int | None = None) -> dict:
     copies = copies or (3 if quick else 10)
     site = Site(pages, copies)
     workers = os.cpu_count() or 1
-    server, port = serve(site)
+    server = serve_pages(site.body)
+    port = server.server_address[1]
     try:
         bodies = [site.body(f"/p/{i}/{c}") for c in range(copies) for i in range(len(pages))]
         alone = extraction_alone(_trafilatura, bodies, workers)

@@ -1,4 +1,5 @@
-"""Shared benchmark helpers: real texts from ``../shared/data``, synthetic fallbacks, RSS.
+"""Shared benchmark helpers: real texts from ``../shared/data``, synthetic fallbacks, RSS, and a
+loopback HTTP server for crawls.
 
 The data lives beside the project (``<project>/../shared/data``, see its README) and is never
 copied into it. Every loader returns ``None`` (or an empty result) when the data is absent, so
@@ -10,6 +11,9 @@ from __future__ import annotations
 import json
 import random
 import re
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +209,28 @@ def print_table(headers: list[str], rows: list[list[Any]], title: str | None = N
     for row in cells[1:]:
         print(fmt(row))
     print(flush=True)
+
+
+def serve_pages(body_of: Callable[[str], bytes | None]) -> ThreadingHTTPServer:
+    """An HTTP server on a free loopback port, in a thread: ``body_of(path)`` is the page
+    (HTML), None a 404. Stop it with ``shutdown()`` and ``server_close()``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            body = body_of(self.path)
+            self.send_response(404 if body is None else 200)
+            body = body or b""
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server

@@ -24,16 +24,16 @@ import random
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import serve_pages  # noqa: E402
 from bench.eval_corpus import (  # noqa: E402
     Doc,
     extract,
@@ -118,29 +118,15 @@ def corpus_pages(lang: str, seed: int) -> tuple[list[Doc], list[bytes], list[int
     return docs, html, article
 
 
-def serve(index: bytes, pages: list[bytes]) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def page_at(index: bytes, pages: list[bytes]) -> Callable[[str], bytes | None]:
+    def body_of(path: str) -> bytes | None:
+        if path == "/":
+            return index
+        if path.startswith("/d/") and path[3:].isdigit() and int(path[3:]) < len(pages):
+            return pages[int(path[3:])]
+        return None
 
-        def do_GET(self) -> None:
-            body = index if self.path == "/" else None
-            if self.path.startswith("/d/") and self.path[3:].isdigit():
-                i = int(self.path[3:])
-                body = pages[i] if i < len(pages) else None
-            self.send_response(200 if body is not None else 404)
-            body = body or b""
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return body_of
 
 
 def crawl(start: str) -> dict:
@@ -167,7 +153,7 @@ def evaluate(lang: str, seed: int) -> dict:
     order = list(range(len(docs)))
     random.Random(seed).shuffle(order)
     index = "".join(f'<a href="/d/{i}">{i}</a>\n' for i in order)
-    server = serve(f"<html><body>{index}</body></html>".encode(), html)
+    server = serve_pages(page_at(f"<html><body>{index}</body></html>".encode(), html))
     try:
         result = crawl(f"http://127.0.0.1:{server.server_address[1]}/")
     finally:
