@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"
 sys.path.insert(0, str(EXAMPLE))
 
-from demo_site import Site, build_site, serve  # noqa: E402
+from demo_site import Site  # noqa: E402
 
 from scrapy_neardup.state import CONTENT_JOURNAL, URL_JOURNAL  # noqa: E402
 from scrapy_neardup.storage.journal import read_records  # noqa: E402
@@ -38,19 +38,6 @@ SETTINGS = {
     "NEARDUP_WORKERS": 0,  # extraction inline: a slower crawl, and no worker start-up
     "NEARDUP_FLUSH_INTERVAL": 0,
 }
-
-
-@pytest.fixture(scope="module")
-def site() -> Site:
-    return build_site()
-
-
-@pytest.fixture(scope="module")
-def site_url(site: Site):
-    server, port = serve("127.0.0.1", 0, site)
-    yield f"http://127.0.0.1:{port}/"
-    server.shutdown()
-    server.server_close()
 
 
 def start(site_url: str, jobdir: Path, log: Path, stderr: Path) -> subprocess.Popen:

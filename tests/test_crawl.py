@@ -19,22 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"
 sys.path.insert(0, str(EXAMPLE))
 
-from demo_site import Site, build_site, serve  # noqa: E402
+from demo_site import Site  # noqa: E402
 
 RUNNER = ROOT / "tests" / "crawl_runner.py"
-
-
-@pytest.fixture(scope="module")
-def site() -> Site:
-    return build_site()
-
-
-@pytest.fixture(scope="module")
-def site_url(site: Site):
-    server, port = serve("127.0.0.1", 0, site)
-    yield f"http://127.0.0.1:{port}/"
-    server.shutdown()
-    server.server_close()
 
 
 def crawl(start_url: str, out: Path, **settings: object) -> dict:

@@ -42,7 +42,6 @@ EXAMPLE = ROOT / "example_project"
 RUNNER = ROOT / "tests" / "crawl_runner.py"
 sys.path.insert(0, str(EXAMPLE))
 
-from demo_site import Site, build_site, serve  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -416,19 +415,6 @@ def test_an_outage_fails_closed_when_asked(client, server, caplog) -> None:
 
 
 # -- real crawls -------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def site() -> Site:
-    return build_site()
-
-
-@pytest.fixture(scope="module")
-def site_url(site: Site):
-    httpd, port = serve("127.0.0.1", 0, site)
-    yield f"http://127.0.0.1:{port}/"
-    httpd.shutdown()
-    httpd.server_close()
 
 
 STATS_CMD = [sys.executable, "-m", "scrapy", "neardup-stats"]

@@ -1,0 +1,28 @@
+"""Fixtures shared by the crawl tests: the example project's demo site, served on loopback."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
+if str(EXAMPLE) not in sys.path:
+    sys.path.insert(0, str(EXAMPLE))
+
+from demo_site import Site, build_site, serve  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def site() -> Site:
+    return build_site()
+
+
+@pytest.fixture(scope="module")
+def site_url(site: Site) -> Iterator[str]:
+    server, port = serve("127.0.0.1", 0, site)
+    yield f"http://127.0.0.1:{port}/"
+    server.shutdown()
+    server.server_close()
