@@ -129,13 +129,8 @@ crawler.signals.connect(received, signal=signals.response_received)  # module le
 crawler.signals.connect(idle, signal=signals.spider_idle)
 process.crawl(crawler)
 process.start()
-import resource
 stats = crawler.stats.get_stats()
 print(json.dumps({
-    "cpu_main": resource.getrusage(resource.RUSAGE_SELF).ru_utime
-    + resource.getrusage(resource.RUSAGE_SELF).ru_stime,
-    "cpu_workers": resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
-    + resource.getrusage(resource.RUSAGE_CHILDREN).ru_stime,
     "seconds": t["end"] - t["start"],
     "pages": stats.get("response_received_count", 0) - 2,
     "kept": stats.get("item_scraped_count", 0),

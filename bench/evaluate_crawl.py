@@ -24,7 +24,6 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -147,9 +146,7 @@ def crawl(start: str) -> dict:
 
 
 def evaluate(lang: str, seed: int) -> dict:
-    t0 = time.perf_counter()
     docs, html, article = corpus_pages(lang, seed)
-    built = time.perf_counter() - t0
     order = list(range(len(docs)))
     random.Random(seed).shuffle(order)
     index = "".join(f'<a href="/d/{i}">{i}</a>\n' for i in order)
@@ -191,7 +188,6 @@ def evaluate(lang: str, seed: int) -> dict:
         "target_caught": (target_dups - missed) / target_dups if target_dups else 1.0,
         "reprint_10_20_kept": sum(1 for d in kept if d.kind in ("reprint:10%", "reprint:20%")),
         "reprint_10_20": sum(1 for d in docs if d.kind in ("reprint:10%", "reprint:20%")),
-        "build_s": built,
     }
     return found
 

@@ -121,7 +121,7 @@ def hash_tokens(tokens: Sequence[str]) -> np.ndarray:
     return out
 
 
-_NOT_WORD, _WORD, _CJK_WORD = 0, 1, 2
+_WORD, _CJK_WORD = 1, 2  # and 0 for the rest
 
 
 def _char_classes() -> np.ndarray:
