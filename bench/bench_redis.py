@@ -46,7 +46,7 @@ from scrapy import Request  # noqa: E402
 
 from bench.bench_urlfilter import make_urls  # noqa: E402
 from scrapy_neardup.exceptions import InvalidURL  # noqa: E402
-from scrapy_neardup.storage.redis import RedisBloomFilter, has_bloom_module  # noqa: E402
+from scrapy_neardup.storage.redis_urls import RedisBloomFilter, has_bloom_module  # noqa: E402
 from scrapy_neardup.urls import canonical_url, url_fingerprint  # noqa: E402
 
 ERROR_RATE = 0.001

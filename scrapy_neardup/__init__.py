@@ -1,7 +1,9 @@
 """scrapy-neardup: drop duplicate URLs and near-duplicate pages in Scrapy crawls.
 
-The Scrapy components are imported on first use, so that the engine (and the extraction
-workers, which import this package) do not pay for importing Scrapy and Twisted.
+Everything but the exceptions is imported on first use: the extraction workers do not pay for
+Scrapy and Twisted, and Scrapy, which imports this package in every ``scrapy`` command to find
+``neardup-stats``, does not pay for numpy, datasketch and scipy (about 60 MB) in crawls that
+do not use the plugin.
 """
 
 from __future__ import annotations
@@ -9,12 +11,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from scrapy_neardup.engine import Deduplicator, Verdict
 from scrapy_neardup.exceptions import ConfigError, NearDupError, StateError, StorageError
 
 if TYPE_CHECKING:
     from scrapy_neardup.addon import Addon
     from scrapy_neardup.dupefilter import NearDupDupeFilter
+    from scrapy_neardup.engine import Deduplicator, Verdict
     from scrapy_neardup.middlewares import PageTextMiddleware, UrlFilterMiddleware
     from scrapy_neardup.pipeline import NearDupPipeline
 
@@ -22,6 +24,8 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Addon": "scrapy_neardup.addon",
+    "Deduplicator": "scrapy_neardup.engine",
+    "Verdict": "scrapy_neardup.engine",
     "NearDupDupeFilter": "scrapy_neardup.dupefilter",
     "NearDupPipeline": "scrapy_neardup.pipeline",
     "PageTextMiddleware": "scrapy_neardup.middlewares",

@@ -1,15 +1,26 @@
 """Settings, read once into a frozen, validated config.
 
+Every value is read through Scrapy's own ``Settings`` API (``getbool``, ``getint``,
+``getfloat``, ``getdict``, ``getlist``), so a value given on the command line
+(``-s NEARDUP_BACKEND_PARAMS='{"num_perm": 256}'``) means what it means to Scrapy, and booleans
+are parsed one way everywhere (:func:`bool_setting`, :func:`enabled`). On top of Scrapy's
+parsing, values it would silently bend are refused: ``2`` or ``2.5`` for a boolean, ``2.5``
+for an integer (``getint`` truncates), ``True`` for a number, NaN.
+
 A wrong value stops the crawl at start with a :class:`ConfigError` that names the setting,
 the value and what is allowed; the config can be built and tested without a crawl.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from scrapy.settings import BaseSettings
 
 from scrapy_neardup.algorithms import METHODS
 from scrapy_neardup.exceptions import ConfigError
@@ -17,69 +28,181 @@ from scrapy_neardup.urls import DEFAULT_STRIP_PARAMS
 
 ACTIONS = ("drop", "tag")
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+#: The built-in state implementations; ``NEARDUP_STORAGE`` may also name a class by its
+#: dotted import path, as Scrapy's ``HTTPCACHE_STORAGE`` does.
 STORAGES = ("memory", "redis")
 REDIS_ON_ERROR = ("fail-open", "fail-closed")
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
+SettingsLike = BaseSettings | Mapping[str, Any]
 
-def _bool(settings: Any, name: str, default: bool) -> bool:
-    value = settings.get(name, default)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("1", "0", "true", "false", "yes", "no"):
-        return value.strip().lower() in ("1", "true", "yes")
-    raise ConfigError(name, value, "a boolean (True/False)")
+_BOOL_ALLOWED = "a boolean: True/False, 1/0, or the strings 'True'/'False', 'true'/'false', '1'/'0'"
+_BOOL_STRINGS = frozenset({"True", "true", "False", "false", "1", "0"})
+_STRIP_ALLOWED = (
+    "a list of parameter names or prefixes like 'utm_*' "
+    "(from the command line: 'utm_*,ref' or '[\"utm_*\", \"ref\"]')"
+)
 
 
-def _int(settings: Any, name: str, default: int, lo: int, hi: int | None = None) -> int:
-    value = settings.get(name, default)
+def as_settings(settings: SettingsLike | None) -> BaseSettings:
+    """Scrapy settings as given (their priorities kept), or a plain mapping wrapped in them."""
+    if isinstance(settings, BaseSettings):
+        return settings
+    if settings is None:
+        return BaseSettings()
+    if isinstance(settings, Mapping):
+        return BaseSettings(dict(settings))
+    raise TypeError(f"expected Scrapy settings or a mapping, not {type(settings).__name__}")
+
+
+def bool_setting(settings: SettingsLike, name: str, default: bool) -> bool:
+    """A boolean setting, parsed by Scrapy's ``getbool`` and held to its documented values.
+
+    ``getbool`` turns any number into a boolean (``2`` and ``0.5`` are true, ``[]`` fails
+    with a TypeError); only ``True``/``False``, ``1``/``0`` and the strings Scrapy documents
+    (``"True"``, ``"true"``, ``"1"``, ...) are accepted here. Anything else is a
+    :class:`ConfigError` naming the setting.
+    """
+    settings = as_settings(settings)
+    raw = settings.get(name)
     try:
-        number = int(value)
-        if isinstance(value, float) and value != number:
-            raise ValueError
+        value = settings.getbool(name, default)
     except (TypeError, ValueError):
-        number = None
-    if isinstance(value, bool) or number is None or number < lo or (hi is not None and number > hi):
-        allowed = f"an integer from {lo}" + (f" to {hi}" if hi is not None else " up")
-        raise ConfigError(name, value, allowed)
+        raise ConfigError(name, raw, _BOOL_ALLOWED) from None
+    if not (
+        raw is None
+        or isinstance(raw, bool)
+        or (isinstance(raw, int) and raw in (0, 1))
+        or (isinstance(raw, str) and raw.strip() in _BOOL_STRINGS)
+    ):
+        raise ConfigError(name, raw, _BOOL_ALLOWED)
+    return value
+
+
+def enabled(settings: SettingsLike) -> bool:
+    """``NEARDUP_ENABLED``, parsed as :class:`NearDupConfig` parses it (:func:`bool_setting`)."""
+    return bool_setting(settings, "NEARDUP_ENABLED", True)
+
+
+def _int(settings: BaseSettings, name: str, default: int, lo: int, hi: int | None = None) -> int:
+    raw = settings.get(name)
+    allowed = f"an integer from {lo}" + (f" to {hi}" if hi is not None else " up")
+    if isinstance(raw, bool):  # getint(True) is 1
+        raise ConfigError(name, raw, allowed)
+    try:
+        number = settings.getint(name, default)
+    except (TypeError, ValueError, OverflowError):  # "many", [], inf
+        raise ConfigError(name, raw, allowed) from None
+    # getint truncates 2.5 to 2; 1e6 (a float that is an integer) is fine
+    if (raw is not None and not isinstance(raw, str) and number != raw) or not (
+        lo <= number and (hi is None or number <= hi)
+    ):
+        raise ConfigError(name, raw, allowed)
     return number
 
 
 def _float(
-    settings: Any, name: str, default: float | None, lo: float, hi: float, lo_ok: bool = False
+    settings: BaseSettings,
+    name: str,
+    default: float | None,
+    lo: float,
+    hi: float,
+    lo_ok: bool = False,
 ) -> float | None:
-    """A number in (lo, hi], or [lo, hi] with ``lo_ok``."""
-    value = settings.get(name, default)
-    if value is None:
+    """A number in (lo, hi], or [lo, hi] with ``lo_ok``; None only when unset and the default."""
+    raw = settings.get(name)
+    if raw is None and default is None:
         return None
+    least = f"at least {lo}" if lo_ok else f"greater than {lo}"
+    allowed = f"a number {least} and at most {hi}"
+    if isinstance(raw, bool):  # getfloat(True) is 1.0
+        raise ConfigError(name, raw, allowed)
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = None
-    above = number is not None and (lo <= number if lo_ok else lo < number)  # NaN: False
-    if isinstance(value, bool) or number is None or not above or not number <= hi:
-        least = f"at least {lo}" if lo_ok else f"greater than {lo}"
-        raise ConfigError(name, value, f"a number {least} and at most {hi}")
+        number = settings.getfloat(name, default)
+    except (TypeError, ValueError, OverflowError):  # "high", [], 10**400
+        raise ConfigError(name, raw, allowed) from None
+    above = lo <= number if lo_ok else lo < number  # NaN: False
+    if not (above and number <= hi):
+        raise ConfigError(name, raw, allowed)
     return number
 
 
-def _choice(settings: Any, name: str, default: str, choices: tuple[str, ...]) -> str:
+def _dict(settings: BaseSettings, name: str, allowed: str) -> dict[str, Any]:
+    """A dict, or a JSON object string (``getdict`` parses it); unset or ``""``: empty."""
+    raw = settings.get(name)
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    # getdict would also take a list of pairs, or a JSON list of pairs: not a dict to a user
+    if not isinstance(raw, (Mapping, str)) or (
+        isinstance(raw, str) and not raw.lstrip().startswith("{")
+    ):
+        raise ConfigError(name, raw, allowed)
+    try:
+        value = settings.getdict(name)
+    except (TypeError, ValueError):  # json.JSONDecodeError is a ValueError
+        raise ConfigError(name, raw, allowed) from None
+    if not all(isinstance(key, str) for key in value):
+        raise ConfigError(name, raw, allowed)
+    return value
+
+
+def _strip_params(settings: BaseSettings) -> tuple[str, ...]:
+    name = "NEARDUP_STRIP_PARAMS"
+    raw = settings.get(name)
+    if isinstance(raw, str) and raw.lstrip().startswith("["):
+        # Scrapy's getlist splits '["utm_*", "ref"]' at the comma into '["utm_*"' and
+        # ' "ref"]', and getdictorlist falls back to that split when the JSON is broken:
+        # a JSON list is read as JSON, and broken JSON is an error.
+        try:
+            params = json.loads(raw)
+        except ValueError:
+            raise ConfigError(name, raw, _STRIP_ALLOWED) from None
+    elif raw is None or isinstance(raw, (str, list, tuple)):
+        params = settings.getlist(name, list(DEFAULT_STRIP_PARAMS))
+        if isinstance(raw, str):  # "utm_*, ref," from the command line
+            params = [p.strip() for p in params if p.strip()]
+    else:  # getlist would take a dict's keys, or a set in no particular order
+        raise ConfigError(name, raw, _STRIP_ALLOWED)
+    # a bare "*" would strip every parameter: refused with the rest
+    if not isinstance(params, list) or not all(isinstance(p, str) and p.strip("*") for p in params):
+        raise ConfigError(name, raw, _STRIP_ALLOWED)
+    return tuple(params)
+
+
+def _choice(settings: BaseSettings, name: str, default: str, choices: tuple[str, ...]) -> str:
     value = settings.get(name, default)
     if not isinstance(value, str) or value.strip().lower() not in choices:
         raise ConfigError(name, value, "one of " + ", ".join(repr(c) for c in choices))
     return value.strip().lower()
 
 
-def _field_name(settings: Any, name: str, default: str | None) -> str | None:
+def _storage(settings: BaseSettings) -> str:
+    """``"memory"``, ``"redis"`` (any case), or a dotted class path, kept as given."""
+    value = settings.get("NEARDUP_STORAGE", "memory")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in STORAGES:
+            return text.lower()
+        parts = text.split(".")
+        if len(parts) > 1 and all(part.isidentifier() for part in parts):
+            return text
+    raise ConfigError(
+        "NEARDUP_STORAGE",
+        value,
+        "one of "
+        + ", ".join(repr(s) for s in STORAGES)
+        + ", or the dotted import path of a state class, like 'myproject.state.MyState'",
+    )
+
+
+def _field_name(settings: BaseSettings, name: str, default: str | None) -> str | None:
     value = settings.get(name, default)
     if value is None or (isinstance(value, str) and value.strip()):
         return value.strip() if isinstance(value, str) else None
     raise ConfigError(name, value, "a non-empty item field name, or None")
 
 
-def _redis_url(settings: Any) -> str:
+def _redis_url(settings: BaseSettings) -> str:
     value = settings.get("NEARDUP_REDIS_URL", DEFAULT_REDIS_URL)
     if not isinstance(value, str) or not value.strip().lower().startswith(REDIS_SCHEMES):
         raise ConfigError(
@@ -90,7 +213,7 @@ def _redis_url(settings: Any) -> str:
     return value.strip()
 
 
-def _key_prefix(settings: Any) -> str | None:
+def _key_prefix(settings: BaseSettings) -> str | None:
     """None means: the spider's name (decided by the state, which knows the spider)."""
     value = settings.get("NEARDUP_KEY_PREFIX")
     if value is None or (isinstance(value, str) and value.strip() == value and value):
@@ -130,7 +253,7 @@ class NearDupConfig:
     action: str = "drop"
     duplicate_of_field: str = "duplicate_of"
     similarity_field: str = "duplicate_similarity"
-    # state
+    # state: "memory", "redis", or the dotted import path of a state class
     storage: str = "memory"
     redis_url: str = DEFAULT_REDIS_URL
     key_prefix: str | None = None
@@ -150,57 +273,47 @@ class NearDupConfig:
         return params
 
     @classmethod
-    def from_settings(cls, settings: Any) -> NearDupConfig:
+    def from_settings(cls, settings: SettingsLike) -> NearDupConfig:
         """Read ``NEARDUP_*`` (and ``JOBDIR``) from Scrapy settings or any mapping."""
-        strip = settings.get("NEARDUP_STRIP_PARAMS", DEFAULT_STRIP_PARAMS)
-        if isinstance(strip, str):
-            strip = [p.strip() for p in strip.split(",") if p.strip()]
-        # a bare "*" would strip every parameter: refused with the rest
-        if not isinstance(strip, (list, tuple)) or not all(
-            isinstance(p, str) and p.strip("*") for p in strip
-        ):
-            raise ConfigError(
-                "NEARDUP_STRIP_PARAMS", strip, "a list of parameter names or prefixes like 'utm_*'"
-            )
-        backend_params = settings.get("NEARDUP_BACKEND_PARAMS") or {}
-        if not isinstance(backend_params, dict):
-            raise ConfigError("NEARDUP_BACKEND_PARAMS", backend_params, "a dict of method options")
-        state_dir = state_dir_from(settings)
+        s = as_settings(settings)
+        state_dir = state_dir_from(s)
         config = cls(
-            enabled=_bool(settings, "NEARDUP_ENABLED", True),
-            url_filter=_bool(settings, "NEARDUP_URL_FILTER", True),
-            url_confirm=_bool(settings, "NEARDUP_URL_CONFIRM", True),
+            enabled=enabled(s),
+            url_filter=bool_setting(s, "NEARDUP_URL_FILTER", True),
+            url_confirm=bool_setting(s, "NEARDUP_URL_CONFIRM", True),
             # 10**10 URLs is already 18 GB of bits: more is a typo, not a crawl
-            bloom_capacity=_int(settings, "NEARDUP_BLOOM_CAPACITY", 1_000_000, 1, 10**10),
-            bloom_error_rate=_float(settings, "NEARDUP_BLOOM_ERROR_RATE", 0.001, 0.0, 0.5),
-            strip_params=tuple(strip),
-            strip_trailing_slash=_bool(settings, "NEARDUP_STRIP_TRAILING_SLASH", True),
-            check_canonical=_bool(settings, "NEARDUP_CHECK_CANONICAL", True),
-            extract=_bool(settings, "NEARDUP_EXTRACT", True),
-            extract_fast=_bool(settings, "NEARDUP_EXTRACT_FAST", True),
-            workers=_int(settings, "NEARDUP_WORKERS", min(os.cpu_count() or 1, 8), 0, 64),
-            max_body_bytes=_int(settings, "NEARDUP_MAX_BODY_BYTES", 10 * 1024 * 1024, 1024),
-            max_text_chars=_int(settings, "NEARDUP_MAX_TEXT_CHARS", 500_000, 100),
-            text_field=_field_name(settings, "NEARDUP_TEXT_FIELD", None),
-            url_field=_field_name(settings, "NEARDUP_URL_FIELD", "url"),
-            backend=_choice(settings, "NEARDUP_BACKEND", "minhash", tuple(METHODS)),
-            threshold=_float(settings, "NEARDUP_THRESHOLD", None, 0.0, 1.0),
-            simhash_k=_int(settings, "NEARDUP_SIMHASH_K", 3, 1, 7),
-            min_tokens=_int(settings, "NEARDUP_MIN_TOKENS", 50, 0),
-            backend_params=dict(backend_params),
-            action=_choice(settings, "NEARDUP_ACTION", "drop", ACTIONS),
-            duplicate_of_field=_field_name(settings, "NEARDUP_DUPLICATE_OF_FIELD", "duplicate_of"),
-            similarity_field=_field_name(
-                settings, "NEARDUP_SIMILARITY_FIELD", "duplicate_similarity"
+            bloom_capacity=_int(s, "NEARDUP_BLOOM_CAPACITY", 1_000_000, 1, 10**10),
+            bloom_error_rate=_float(s, "NEARDUP_BLOOM_ERROR_RATE", 0.001, 0.0, 0.5),
+            strip_params=_strip_params(s),
+            strip_trailing_slash=bool_setting(s, "NEARDUP_STRIP_TRAILING_SLASH", True),
+            check_canonical=bool_setting(s, "NEARDUP_CHECK_CANONICAL", True),
+            extract=bool_setting(s, "NEARDUP_EXTRACT", True),
+            extract_fast=bool_setting(s, "NEARDUP_EXTRACT_FAST", True),
+            workers=_int(s, "NEARDUP_WORKERS", min(os.cpu_count() or 1, 8), 0, 64),
+            max_body_bytes=_int(s, "NEARDUP_MAX_BODY_BYTES", 10 * 1024 * 1024, 1024),
+            max_text_chars=_int(s, "NEARDUP_MAX_TEXT_CHARS", 500_000, 100),
+            text_field=_field_name(s, "NEARDUP_TEXT_FIELD", None),
+            url_field=_field_name(s, "NEARDUP_URL_FIELD", "url"),
+            backend=_choice(s, "NEARDUP_BACKEND", "minhash", tuple(METHODS)),
+            threshold=_float(s, "NEARDUP_THRESHOLD", None, 0.0, 1.0),
+            simhash_k=_int(s, "NEARDUP_SIMHASH_K", 3, 1, 7),
+            min_tokens=_int(s, "NEARDUP_MIN_TOKENS", 50, 0),
+            backend_params=_dict(
+                s,
+                "NEARDUP_BACKEND_PARAMS",
+                "a dict of method options, or a JSON object like '{\"num_perm\": 256}'",
             ),
-            storage=_choice(settings, "NEARDUP_STORAGE", "memory", STORAGES),
-            redis_url=_redis_url(settings),
-            key_prefix=_key_prefix(settings),
-            redis_on_error=_choice(settings, "NEARDUP_REDIS_ON_ERROR", "fail-open", REDIS_ON_ERROR),
-            redis_timeout=_float(settings, "NEARDUP_REDIS_TIMEOUT", 5.0, 0.0, 600.0),
-            state_dir=Path(state_dir) if state_dir else None,
-            flush_interval=_float(settings, "NEARDUP_FLUSH_INTERVAL", 1.0, 0.0, 3600.0, True),
-            debug=_bool(settings, "NEARDUP_DEBUG", False),
+            action=_choice(s, "NEARDUP_ACTION", "drop", ACTIONS),
+            duplicate_of_field=_field_name(s, "NEARDUP_DUPLICATE_OF_FIELD", "duplicate_of"),
+            similarity_field=_field_name(s, "NEARDUP_SIMILARITY_FIELD", "duplicate_similarity"),
+            storage=_storage(s),
+            redis_url=_redis_url(s),
+            key_prefix=_key_prefix(s),
+            redis_on_error=_choice(s, "NEARDUP_REDIS_ON_ERROR", "fail-open", REDIS_ON_ERROR),
+            redis_timeout=_float(s, "NEARDUP_REDIS_TIMEOUT", 5.0, 0.0, 600.0),
+            state_dir=state_dir,
+            flush_interval=_float(s, "NEARDUP_FLUSH_INTERVAL", 1.0, 0.0, 3600.0, True),
+            debug=bool_setting(s, "NEARDUP_DEBUG", False),
         )
         config.make_method()  # unknown backend options fail here, at start
         return config
@@ -214,18 +327,20 @@ class NearDupConfig:
             raise ConfigError("NEARDUP_BACKEND_PARAMS", self.backend_params, str(exc)) from None
 
 
-def state_dir_from(settings: Any) -> Path | None:
+def state_dir_from(settings: SettingsLike) -> Path | None:
     """Where the state lives: ``NEARDUP_STATE_DIR`` or ``JOBDIR/neardup``.
 
     When both are set, the one set with the higher Scrapy priority wins, so ``-s JOBDIR=...``
-    on the command line beats a ``NEARDUP_STATE_DIR`` in the project's settings.
+    on the command line beats a ``NEARDUP_STATE_DIR`` in the project's settings. An empty
+    string is unset, as Scrapy treats an empty ``JOBDIR``.
     """
+    settings = as_settings(settings)
     state_dir = settings.get("NEARDUP_STATE_DIR")
     jobdir = settings.get("JOBDIR")
     for name, value in (("NEARDUP_STATE_DIR", state_dir), ("JOBDIR", jobdir)):
         if value is not None and not isinstance(value, (str, os.PathLike)):
             raise ConfigError(name, value, "a directory path")
-    priority = getattr(settings, "getpriority", lambda name: 0)
+    priority = settings.getpriority
     if state_dir and jobdir and (priority("JOBDIR") or 0) > (priority("NEARDUP_STATE_DIR") or 0):
         state_dir = None
     if state_dir:

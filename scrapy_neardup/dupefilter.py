@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy.dupefilters import RFPDupeFilter
-from scrapy.utils.request import referer_str
 
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.frontier import RECOVERED_META
@@ -15,65 +13,100 @@ from scrapy_neardup.state import NearDupState
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
-
-logger = logging.getLogger(__name__)
+    from scrapy.settings import BaseSettings
 
 CHECKED_META = "_neardup_checked_url"
 
 
 class NearDupDupeFilter(RFPDupeFilter):
-    """A Bloom filter over canonical URLs in place of Scrapy's set of request fingerprints.
+    """A Bloom filter of request keys in place of Scrapy's set of request fingerprints.
 
-    A few bytes per URL instead of a hundred or more. Unlike Scrapy's fingerprints, the
-    method and body are not part of the key: two POSTs to one URL count as one URL, so give
-    such requests ``dont_filter=True`` or ``meta={"neardup_skip": True}``.
+    A few bytes per request instead of a hundred or more. Two requests are one when the
+    crawler's request fingerprinter says so once their URLs are canonicalised (tracking and
+    session parameters, default ports, fragments, parameter order, a trailing slash): the
+    method, the body and whatever a project's fingerprinter adds keep them apart, as in
+    Scrapy. Logging and the ``dupefilter/filtered`` stat are Scrapy's own.
+
+    Also a scrapy-redis scheduler's ``DUPEFILTER_CLASS`` (:meth:`from_spider`, :meth:`clear`),
+    with ``NEARDUP_STORAGE = "redis"`` so that every process shares the filter.
     """
 
-    def __init__(self, state: NearDupState, debug: bool = False) -> None:
-        super().__init__(debug=debug)
+    def __init__(
+        self, state: NearDupState, debug: bool = False, *, fingerprinter: Any = None
+    ) -> None:
+        super().__init__(debug=debug, fingerprinter=fingerprinter)
         self.state = state
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupDupeFilter:
-        debug = crawler.settings.getbool("DUPEFILTER_DEBUG") or crawler.settings.getbool(
-            "NEARDUP_DEBUG"
+        settings = crawler.settings
+        debug = settings.getbool("DUPEFILTER_DEBUG") or settings.getbool("NEARDUP_DEBUG")
+        return cls(
+            NearDupState.from_crawler(crawler),
+            debug,
+            fingerprinter=crawler.request_fingerprinter,
         )
-        return cls(NearDupState.from_crawler(crawler), debug)
+
+    @classmethod
+    def from_spider(cls, spider: Spider) -> NearDupDupeFilter:
+        """How scrapy-redis's scheduler builds its dupefilter."""
+        return cls.from_crawler(spider.crawler)
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> NearDupDupeFilter:
+        """A filter without a crawler (a standalone scheduler, a script): its own state,
+        Scrapy's default fingerprinter, no stats. In a crawl, :meth:`from_crawler` shares
+        the crawler's state with the other components instead."""
+        from scrapy_neardup.config import NearDupConfig
+        from scrapy_neardup.state import make_state
+
+        debug = settings.getbool("DUPEFILTER_DEBUG") or settings.getbool("NEARDUP_DEBUG")
+        return cls(make_state(NearDupConfig.from_settings(settings)), debug)
 
     def open(self) -> None:
-        self.state.open()
+        self.state.attach(self)
 
     def close(self, reason: str) -> None:
-        pass  # the state closes itself on spider_closed, after the pipelines
+        """Flushes and releases the state (the last of its users closes it), so that another
+        filter, or another process, on the same JOBDIR sees every request."""
+        self.state.detach(self)
+
+    def clear(self) -> None:
+        """Forget every request seen (scrapy-redis flushes its dupefilter this way)."""
+        self.state.open()
+        self.state.clear_urls()
 
     def request_seen(self, request: Request) -> bool:
         if request.meta.get("neardup_skip"):
             return False
         if request.meta.get(RECOVERED_META) == request.url:
             return False  # queued again after a crash: recorded already, crawled once more
+        state = self.state
+        state.open()  # scrapy-redis's scheduler never calls open()
         try:
-            canonical = self.state.canonical(request.url)
+            key = state.request_key(request, self._legacy_fingerprinter())
         except InvalidURL:
-            self.state.inc("neardup/urls/invalid")
+            state.inc("neardup/urls/invalid")
             return False
         request.meta[CHECKED_META] = request.url
-        frontier = self.state.frontier
+        frontier = state.frontier
         if frontier is None:
-            return self.state.url_seen(canonical)
-        return self.state.url_seen(canonical, lambda fp: frontier.schedule(request, fp))
+            return state.key_seen(key)
+        return state.key_seen(key, lambda fp: frontier.schedule(request, fp))
 
-    def log(self, request: Request, spider: Spider | Any = None) -> None:
+    def _legacy_fingerprinter(self) -> Any:
+        """A subclass that overrides ``request_fingerprint()`` (deprecated in Scrapy, still
+        honoured by it) decides what a request is."""
+        return _LegacyFingerprinter(self) if self._legacy_fingerprint else None
+
+    def log(self, request: Request, spider: Spider) -> None:
         self.state.inc("neardup/urls/filtered")
-        if self.debug:
-            logger.debug(
-                "Filtered duplicate URL: %(request)s (referer: %(referer)s)",
-                {"request": request, "referer": referer_str(request)},
-            )
-        elif self.logdupes:
-            logger.debug(
-                "Filtered duplicate URL: %(request)s - no more duplicates will be shown "
-                "(see NEARDUP_DEBUG to show all)",
-                {"request": request},
-            )
-            self.logdupes = False
-        self.state.inc("dupefilter/filtered")
+        super().log(request, spider)  # Scrapy's wording, logger and dupefilter/filtered
+
+
+class _LegacyFingerprinter:
+    def __init__(self, dupefilter: NearDupDupeFilter) -> None:
+        self.dupefilter = dupefilter
+
+    def fingerprint(self, request: Request) -> bytes:
+        return bytes.fromhex(self.dupefilter.request_fingerprint(request))

@@ -127,14 +127,33 @@ def _title(tree: Any) -> str:
 
 # -- worker side --------------------------------------------------------------------------
 
+
+@dataclass(frozen=True)
+class SignerSpec:
+    """A picklable recipe for ``sign(text) -> Signed``, built once in each worker process."""
+
+    method: str
+    params: tuple[tuple[str, Any], ...]
+    min_tokens: int
+    max_chars: int
+
+    def __call__(self) -> Any:
+        from scrapy_neardup.engine import Deduplicator
+
+        dedup = Deduplicator(self.method, min_tokens=self.min_tokens, **dict(self.params))
+        max_chars = self.max_chars
+        return lambda text: dedup.sign(text[:max_chars])
+
+
 _worker_signer: Any = None
 
 
-#: Loads what the first real pages would otherwise wait for: trafilatura's and lxml's
-#: imports and jieba's dictionary (together about 2 s and 1 s of CPU in each worker).
+#: Loads what the first real pages would otherwise wait for: trafilatura's and lxml's imports
+#: (about 2 s of CPU in each worker). No CJK text: jieba (its dictionary costs a second and
+#: about 50 MB per worker) is loaded only when a page in Chinese or Japanese arrives.
 WARM_UP_PAGE = (
     b"<html><head><title>Warm-up</title></head><body><article><p>"
-    + "The worker loads its extraction and signing code now. 现在加载中文分词词典。".encode() * 8
+    + b"The worker loads its extraction and signing code now. " * 8
     + b"</p></article></body></html>"
 )
 
@@ -163,7 +182,8 @@ def _sign(text: str) -> Any:
 
 
 class Extractor:
-    """Runs extraction and signing in ``workers`` processes (inline when ``workers`` is 0).
+    """Runs extraction and signing in ``workers`` processes (inline when ``workers`` is 0),
+    started when the first page needs them.
 
     ``signer_factory`` is a picklable callable returning ``sign(text) -> signatures``; it is
     called once in each worker so the method is built there, not shipped with every task.
@@ -179,15 +199,10 @@ class Extractor:
         self._inline_signer: Any = None
         self._cache: OrderedDict[bytes, tuple[Extracted, Any]] = OrderedDict()
         self._cache_size = cache_size
-        self.warm_ups: list[Future] = []
-
-    def start(self) -> None:
-        """Start the workers now (at spider open) rather than on the first page;
-        :attr:`warm_ups` are done when they are ready."""
-        if self._workers:
-            self._get_pool()
 
     def _get_pool(self) -> ProcessPoolExecutor:
+        """The worker processes, started on the first page that needs them: a crawl that
+        never extracts (no items, or items with a text field) never starts them."""
         if self._pool is None:
             # spawn: forking a process that runs a reactor and threads is unsafe.
             context = multiprocessing.get_context("spawn")
@@ -201,9 +216,8 @@ class Extractor:
             # they never re-run the script that started the crawl (a script without an
             # ``if __name__ == "__main__"`` guard would start a crawl in every worker).
             with _main_module_hidden():
-                self.warm_ups = [pool.submit(_noop) for _ in range(self._workers)]
-            for future in self.warm_ups:
-                future.add_done_callback(_ignore)
+                for _ in range(self._workers):
+                    pool.submit(_noop).add_done_callback(_ignore)
             self._pool = pool
         return self._pool
 

@@ -24,7 +24,10 @@ always has its ``Q``, and a ``D`` always has the kept/duplicate records of its i
     b"C"                                  clean close: Scrapy's JOBDIR queue holds the frontier
 
 At start the journal is compacted to its pending ``Q`` records (the ``C`` is consumed: a crash
-later in the run must re-queue them, since Scrapy's queue is then partly consumed). Requests
+later in the run must re-queue them, since Scrapy's queue is then partly consumed). While the
+crawl runs it is compacted again whenever the records of done requests outweigh the pending
+ones (and it is over ``COMPACT_MIN_BYTES``), so it stays about twice the size of the requests
+still queued: only their offsets are kept in memory, the compaction copies their records. Requests
 that cannot be serialised (a lambda callback, unpicklable meta) are counted and, as in
 Scrapy's own disk queue, not persisted; requests with ``dont_filter=True`` do not pass the URL
 filter and are not journaled either (Scrapy's start requests are re-sent by the spider anyway).
@@ -38,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy_neardup.exceptions import StateError
-from scrapy_neardup.storage.journal import Journal
+from scrapy_neardup.storage.journal import FRAME_OVERHEAD, Journal
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -52,6 +55,8 @@ FRONTIER_META = "_neardup_frontier"
 RECOVERED_META = "_neardup_recovered"
 
 _FP = 16
+#: The journal is never compacted below this size (compaction then costs more than it saves).
+COMPACT_MIN_BYTES = 4 * 1024 * 1024
 
 
 class Frontier:
@@ -61,10 +66,14 @@ class Frontier:
         self.journal = Journal(directory / FRONTIER_JOURNAL, flush_interval)
         self.stats = stats
         self.crawler: Any = None
+        #: The requests a crashed run left pending (fingerprint -> serialised request), until
+        #: :meth:`recover` has scheduled them again.
         self.pending: dict[bytes, bytes] = {}
         self.crashed = False
         #: Items of responses to re-queued requests, until they reach their end.
         self.recovered_items: dict[int, Any] = {}
+        self._live: dict[bytes, tuple[int, int]] = {}  # fingerprint -> (offset, frame length)
+        self._dead_bytes = 0
 
     def open(self) -> None:
         """Replay the journal: what is pending, and whether the last run ended cleanly."""
@@ -89,13 +98,16 @@ class Frontier:
         self.crashed = not clean and bool(pending)
         # Compacted, and without the "C": from now on Scrapy's queue is being consumed, so
         # a crash at any point of this run must re-queue what is pending.
-        self.journal.rewrite([b"Q" + fp + data for fp, data in pending.items()])
+        spans = self.journal.rewrite([b"Q" + fp + data for fp, data in pending.items()])
+        self._live = dict(zip(pending, spans, strict=True))
+        self._dead_bytes = 0
 
     def recover(self, spider: Any) -> list[Request]:
         """The requests to schedule again after a crash (once; empty after a clean close)."""
         from scrapy.utils.request import request_from_dict
 
         if not self.crashed:
+            self.pending = {}  # Scrapy's own queue holds them (a clean close)
             return []
         self.crashed = False
         requests = []
@@ -130,7 +142,11 @@ class Frontier:
             self._inc("neardup/frontier/unserializable")
             logger.debug("scrapy-neardup: request %s not journaled: %r", request, exc)
             return
-        self.journal.append(b"Q" + fingerprint + data)
+        offset = self.journal.append(b"Q" + fingerprint + data)
+        old = self._live.get(fingerprint)
+        if old is not None:
+            self._dead_bytes += old[1]
+        self._live[fingerprint] = (offset, self.journal.tell() - offset)
         if previous and previous != fingerprint.hex():
             # A redirect: the new request (journaled just now) takes over from the old one.
             self.done_hex(previous)
@@ -146,8 +162,22 @@ class Frontier:
             raw = bytes.fromhex(fp)
         except (TypeError, ValueError):
             return
-        if len(raw) == _FP:
-            self.journal.append(b"D" + raw)
+        live = self._live.pop(raw, None) if len(raw) == _FP else None
+        if live is None:
+            return  # never journaled (unserialisable), or done already
+        self.journal.append(b"D" + raw)
+        self._dead_bytes += live[1] + FRAME_OVERHEAD + 1 + _FP
+        if self._dead_bytes > max(COMPACT_MIN_BYTES, self.journal.tell() - self._dead_bytes):
+            self.compact()
+
+    def compact(self) -> None:
+        """Rewrite the journal with the pending requests only (their records are copied)."""
+        if self.journal.before_sync is not None:
+            self.journal.before_sync()  # the done requests' items are durable first
+        frames = self.journal.read_frames(self._live.values())
+        offsets = self.journal.rewrite_frames(frames)
+        self._live = dict(zip(self._live, offsets, strict=True))
+        self._dead_bytes = 0
 
     def is_recovered_item(self, item: Any) -> bool:
         """Whether ``item`` came from a request re-queued after a crash: its document may

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import tldextract
 from itemadapter import ItemAdapter, is_item
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
@@ -91,10 +93,13 @@ class UrlFilterMiddleware:
             self.state.frontier.done(request)
         return IgnoreRequest(message)
 
-    def _seen(self, url: str) -> bool | None:
-        """Test-and-set of ``url``; None when the URL cannot be canonicalised."""
+    def _seen(self, request: Request, url: str | None = None) -> bool | None:
+        """Test-and-set of ``request`` (at ``url`` when given: its final or canonical URL);
+        None when the URL cannot be canonicalised."""
+        if url is not None and url != request.url:
+            request = request.replace(url=url)
         try:
-            return self.state.url_seen(self.state.canonical(url))
+            return self.state.key_seen(self.state.request_key(request))
         except InvalidURL:
             self.state.inc("neardup/urls/invalid")
             return None
@@ -104,7 +109,7 @@ class UrlFilterMiddleware:
             return
         self.state.open()
         request.meta[CHECKED_META] = request.url
-        if self._seen(request.url):
+        if self._seen(request):
             self.state.inc("neardup/urls/filtered")
             raise IgnoreRequest(f"scrapy-neardup: URL already seen: {request.url}")
 
@@ -121,7 +126,7 @@ class UrlFilterMiddleware:
         if (
             redirected
             and self._canonical_differs(response.url, requested)
-            and self._seen(response.url)
+            and self._seen(request, response.url)
         ):
             self.state.inc("neardup/urls/filtered_redirect")
             raise self._ignore(request, f"scrapy-neardup: final URL already seen: {response.url}")
@@ -134,7 +139,7 @@ class UrlFilterMiddleware:
                 # The content check still catches real reprints.
                 self.state.inc("neardup/urls/canonical_other_site")
             elif canonical and self._canonical_differs(canonical, requested):
-                seen = self._seen(canonical)
+                seen = self._seen(request, canonical)
                 # A canonical pointing at the site root is a common misconfiguration; trusting
                 # it would drop every page of the site, so it is recorded but never drops.
                 if seen and not _is_root(canonical):
@@ -152,19 +157,48 @@ class UrlFilterMiddleware:
             return False
 
 
+# The public suffix list bundled with tldextract: never fetched over the network, no cache
+# written. Its private section counts too: a.github.io and b.github.io are two sites.
+_PUBLIC_SUFFIXES = tldextract.TLDExtract(
+    cache_dir=None, suffix_list_urls=(), include_psl_private_domains=True
+)
+
+
+@functools.lru_cache(maxsize=16384)
+def _site_of_host(host: str) -> str:
+    parts = _PUBLIC_SUFFIXES(host)
+    if parts.domain and parts.suffix:
+        return f"{parts.domain}.{parts.suffix}"
+    return host  # an IP address, localhost, a name under no public suffix: the host itself
+
+
 def _site(url: str) -> str:
+    """The registered domain of the URL's host (``news.bbc.co.uk``: ``bbc.co.uk``)."""
     from urllib.parse import urlsplit
 
-    host = (urlsplit(url).hostname or "").lower()
-    for prefix in ("www.", "m.", "amp."):
-        if host.startswith(prefix):
-            return host[len(prefix) :]
-    return host
+    host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    return _site_of_host(host) if host else ""
 
 
 def _same_site(url: str, other: str) -> bool:
-    """One host, give or take a ``www.``, ``m.`` or ``amp.`` in front."""
+    """One registered domain (public suffix list), or one host where there is none (an IP
+    address, ``localhost``); the port does not matter."""
     return _site(url) == _site(other)
+
+
+def component_enabled(settings: Any, setting: str, cls: type) -> bool:
+    """Whether ``cls`` is among the enabled components of ``setting`` (e.g.
+    ``SPIDER_MIDDLEWARES``), by class or import path, as Scrapy builds the list."""
+    from scrapy.utils.conf import build_component_list
+    from scrapy.utils.misc import load_object
+
+    for component in build_component_list(settings.getwithbase(setting)):
+        try:
+            if load_object(component) is cls:
+                return True
+        except (ImportError, NameError, ValueError, AttributeError):
+            continue
+    return False
 
 
 def _is_root(url: str) -> bool:
@@ -199,15 +233,8 @@ class PageTextMiddleware:
         return bool(field) and bool(ItemAdapter(item).get(field))
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """The first requests wait (a few seconds, once) for the extraction workers to load
-        trafilatura and jieba, so the first pages are not parsed late."""
+        """Nothing waits here: the extraction workers start when the first page needs them."""
         self.state.open()
-        for future in self.state.extractor.warm_ups:
-            try:
-                await await_future(future)
-            except Exception as exc:  # a broken pool is restarted on the first page
-                logger.warning("scrapy-neardup: extraction workers did not start: %r", exc)
-                break
         freeze_startup_objects()
         async for obj in start:
             yield obj

@@ -61,7 +61,10 @@ class NearDupPipeline:
         return cls(state)
 
     def open_spider(self, spider: Any = None) -> None:
-        self.state.open()
+        self.state.attach(self)
+
+    def close_spider(self, spider: Any = None) -> None:
+        self.state.detach(self)
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         page = self.state.take(item)
@@ -168,18 +171,9 @@ class NearDupPipeline:
 
 
 def _page_text_enabled(crawler: Crawler) -> bool:
-    from scrapy.utils.conf import build_component_list
-    from scrapy.utils.misc import load_object
-
-    from scrapy_neardup.middlewares import PageTextMiddleware
+    from scrapy_neardup.middlewares import PageTextMiddleware, component_enabled
 
     settings = crawler.settings
-    if not (settings.getbool("NEARDUP_EXTRACT", True)):
-        return False
-    for component in build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES")):
-        try:
-            if load_object(component) is PageTextMiddleware:
-                return True
-        except (ImportError, NameError, ValueError):
-            continue
-    return False
+    return settings.getbool("NEARDUP_EXTRACT", True) and component_enabled(
+        settings, "SPIDER_MIDDLEWARES", PageTextMiddleware
+    )

@@ -31,10 +31,9 @@ from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.dupefilter import NearDupDupeFilter
 from scrapy_neardup.engine import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, InvalidURL, StateError
-from scrapy_neardup.extraction import Extractor
+from scrapy_neardup.extraction import Extractor, SignerSpec
 from scrapy_neardup.middlewares import PageTextMiddleware, UrlFilterMiddleware
 from scrapy_neardup.pipeline import NearDupPipeline
-from scrapy_neardup.state import SignerSpec
 from scrapy_neardup.urls import ScalableBloomFilter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,6 +64,10 @@ NAV_ONLY = (  # a title, a footer, scripts and an image: no main text to find
     "<img src='/logo.png'><footer>&copy; 2024 The Paper</footer></body></html>"
 )
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 16
+
+
+#: The frontier journal is kept only when FrontierMiddleware will mark requests done.
+FRONTIER = {"scrapy_neardup.middlewares.FrontierMiddleware": 10}
 
 
 def crawler(**settings: Any) -> Any:
@@ -164,7 +167,6 @@ def test_worker_processes_survive_every_bad_body() -> None:
         "huge-text": (html(article(5, 200_000)).encode(), "utf-8"),
     }
     try:
-        extractor.start()
         futures = {
             name: extractor.submit_extract(body, f"http://a/{name}", enc)
             for name, (body, enc) in bodies.items()
@@ -391,14 +393,19 @@ def test_an_unknown_frontier_record_stops_at_start(tmp_path) -> None:
     journal.append(b"Zfrom a newer version")
     journal.close()
     with pytest.raises(StateError, match=r"frontier\.journal: unknown frontier record"):
-        NearDupPipeline.from_crawler(crawler(JOBDIR=str(jobdir)))
+        NearDupPipeline.from_crawler(crawler(JOBDIR=str(jobdir), SPIDER_MIDDLEWARES=FRONTIER))
 
 
 def test_torn_journals_are_cut_counted_and_logged(tmp_path, caplog) -> None:
     jobdir = valid_state_files(tmp_path)
     state_dir = jobdir / "neardup"
     pipe = NearDupPipeline.from_crawler(
-        crawler(JOBDIR=str(jobdir), NEARDUP_TEXT_FIELD="text", NEARDUP_FLUSH_INTERVAL=0)
+        crawler(
+            JOBDIR=str(jobdir),
+            NEARDUP_TEXT_FIELD="text",
+            NEARDUP_FLUSH_INTERVAL=0,
+            SPIDER_MIDDLEWARES=FRONTIER,
+        )
     )
     pipe.state.url_seen("http://a/9")
     process(pipe, {"url": "http://a/9", "text": article(19)})  # journaled, then a "crash":
@@ -558,9 +565,9 @@ def test_a_crawl_of_bad_pages_finishes_and_counts_each(tmp_path) -> None:
     dropped = {u.rsplit("/", 1)[1] for u in result["dropped"]}
     assert stats["finish_reason"] == "finished"
     assert "Traceback" not in proc.stderr
-    # the good pages are still deduplicated
-    assert dropped == {"copy-of-good1"}
-    assert {"good1", "good2", "latin1", "utf16"} <= kept
+    # the good pages are still deduplicated (which copy comes first is the downloads' race)
+    assert len(dropped) == 1 and dropped < {"good1", "copy-of-good1"}
+    assert {"good2", "latin1", "utf16"} <= kept and len(kept & {"good1", "copy-of-good1"}) == 1
     # every bad page is kept unchecked and counted, or stopped by Scrapy with a logged reason
     assert "bomb" not in kept and "DOWNLOAD_MAXSIZE" in proc.stderr
     assert stats["neardup/skipped/too_large"] == 1  # /big

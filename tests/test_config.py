@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from scrapy.settings import Settings
 
-from scrapy_neardup.config import NearDupConfig
+from scrapy_neardup.config import NearDupConfig, bool_setting, enabled, state_dir_from
 from scrapy_neardup.exceptions import ConfigError
 
 
@@ -73,3 +76,241 @@ def test_bad_backend_params_fail_at_start() -> None:
         config(NEARDUP_BACKEND_PARAMS={"num_perm": 3})
     with pytest.raises(ConfigError, match="NEARDUP_BACKEND_PARAMS"):
         config(NEARDUP_BACKEND_PARAMS={"no_such_option": 1})
+
+
+# -- values as the command line gives them: -s NAME=value --------------------------------------
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def cmdline(**values: str) -> Settings:
+    """Settings as ``scrapy crawl -s NAME=value`` leaves them: strings at cmdline priority."""
+    settings = Settings()
+    for name, value in values.items():
+        settings.set(name, value, priority="cmdline")
+    return settings
+
+
+# (setting, the string after -s NAME=, config field, parsed value)
+COMMAND_LINE = [
+    ("NEARDUP_ENABLED", "False", "enabled", False),
+    ("NEARDUP_ENABLED", "true", "enabled", True),
+    ("NEARDUP_ENABLED", "0", "enabled", False),
+    ("NEARDUP_BACKEND", "SimHash", "backend", "simhash"),
+    ("NEARDUP_THRESHOLD", "0.6", "threshold", 0.6),
+    ("NEARDUP_SIMHASH_K", "4", "simhash_k", 4),
+    ("NEARDUP_BACKEND_PARAMS", '{"num_perm": 256}', "backend_params", {"num_perm": 256}),
+    ("NEARDUP_BACKEND_PARAMS", "", "backend_params", {}),
+    ("NEARDUP_MIN_TOKENS", "20", "min_tokens", 20),
+    ("NEARDUP_ACTION", "Tag", "action", "tag"),
+    ("NEARDUP_DUPLICATE_OF_FIELD", "original", "duplicate_of_field", "original"),
+    ("NEARDUP_SIMILARITY_FIELD", "score", "similarity_field", "score"),
+    ("NEARDUP_TEXT_FIELD", "body", "text_field", "body"),
+    ("NEARDUP_URL_FIELD", "link", "url_field", "link"),
+    ("NEARDUP_URL_FILTER", "false", "url_filter", False),
+    ("NEARDUP_BLOOM_CAPACITY", "500", "bloom_capacity", 500),
+    ("NEARDUP_BLOOM_CAPACITY", " 2000 ", "bloom_capacity", 2000),
+    ("NEARDUP_BLOOM_ERROR_RATE", "0.01", "bloom_error_rate", 0.01),
+    ("NEARDUP_URL_CONFIRM", "0", "url_confirm", False),
+    ("NEARDUP_STRIP_PARAMS", "utm_*,ref", "strip_params", ("utm_*", "ref")),
+    ("NEARDUP_STRIP_PARAMS", " utm_* , ref ,", "strip_params", ("utm_*", "ref")),
+    ("NEARDUP_STRIP_PARAMS", '["utm_*", "ref"]', "strip_params", ("utm_*", "ref")),
+    ("NEARDUP_STRIP_PARAMS", "", "strip_params", ()),
+    ("NEARDUP_STRIP_TRAILING_SLASH", "False", "strip_trailing_slash", False),
+    ("NEARDUP_CHECK_CANONICAL", "0", "check_canonical", False),
+    ("NEARDUP_EXTRACT", "false", "extract", False),
+    ("NEARDUP_EXTRACT_FAST", "False", "extract_fast", False),
+    ("NEARDUP_WORKERS", "0", "workers", 0),
+    ("NEARDUP_MAX_BODY_BYTES", "2048", "max_body_bytes", 2048),
+    ("NEARDUP_MAX_TEXT_CHARS", "1000", "max_text_chars", 1000),
+    ("NEARDUP_STATE_DIR", "/tmp/neardup-state", "state_dir", Path("/tmp/neardup-state")),
+    ("NEARDUP_FLUSH_INTERVAL", "0", "flush_interval", 0.0),
+    ("NEARDUP_FLUSH_INTERVAL", "2.5", "flush_interval", 2.5),
+    ("NEARDUP_DEBUG", "1", "debug", True),
+    ("NEARDUP_STORAGE", "Redis", "storage", "redis"),
+    ("NEARDUP_STORAGE", "MEMORY", "storage", "memory"),
+    ("NEARDUP_STORAGE", "myproject.state.MyState", "storage", "myproject.state.MyState"),
+    ("NEARDUP_REDIS_URL", "rediss://cache:6380/1", "redis_url", "rediss://cache:6380/1"),
+    ("NEARDUP_KEY_PREFIX", "shared", "key_prefix", "shared"),
+    ("NEARDUP_REDIS_ON_ERROR", "Fail-Closed", "redis_on_error", "fail-closed"),
+    ("NEARDUP_REDIS_TIMEOUT", "2.5", "redis_timeout", 2.5),
+    ("JOBDIR", "/tmp/job", "state_dir", Path("/tmp/job/neardup")),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "attribute", "expected"), COMMAND_LINE)
+def test_every_setting_from_a_command_line_string(
+    name: str, text: str, attribute: str, expected: object
+) -> None:
+    value = getattr(NearDupConfig.from_settings(cmdline(**{name: text})), attribute)
+    assert value == expected
+    assert type(value) is type(expected)  # True is not 1, 500 is not 500.0
+
+
+def readme_settings() -> set[str]:
+    section = README.read_text(encoding="utf-8").split("\n## Settings\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    return {name for row in rows for name in re.findall(r"`(NEARDUP_[A-Z_]+)`", row)}
+
+
+def test_the_command_line_cases_cover_every_setting_of_the_readme() -> None:
+    documented = readme_settings()
+    assert len(documented) > 25  # the table was found
+    assert documented <= {case[0] for case in COMMAND_LINE}
+
+
+def test_backend_params_from_a_json_string_reach_the_method() -> None:
+    settings = cmdline(NEARDUP_BACKEND_PARAMS='{"num_perm": 256}', NEARDUP_THRESHOLD="0.6")
+    c = NearDupConfig.from_settings(settings)
+    assert c.method_params() == {"num_perm": 256, "threshold": 0.6}
+    assert c.make_method().num_perm == 256
+    c = NearDupConfig.from_settings(
+        cmdline(NEARDUP_BACKEND="simhash", NEARDUP_BACKEND_PARAMS='{"k": 5}')
+    )
+    assert c.method_params() == {"k": 5}  # the explicit option beats NEARDUP_SIMHASH_K
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("NEARDUP_ENABLED", "yes"),  # Scrapy's getbool knows no "yes": neither do we
+        ("NEARDUP_ENABLED", "TRUE"),
+        ("NEARDUP_ENABLED", "2"),
+        ("NEARDUP_DEBUG", "on"),
+        ("NEARDUP_URL_FILTER", ""),
+        ("NEARDUP_BACKEND", "bloom"),
+        ("NEARDUP_THRESHOLD", "1.5"),
+        ("NEARDUP_THRESHOLD", "high"),
+        ("NEARDUP_THRESHOLD", "nan"),
+        ("NEARDUP_SIMHASH_K", "8"),
+        ("NEARDUP_BACKEND_PARAMS", "num_perm=256"),
+        ("NEARDUP_BACKEND_PARAMS", '{"num_perm": 256'),
+        ("NEARDUP_BACKEND_PARAMS", '[["num_perm", 256]]'),
+        ("NEARDUP_BACKEND_PARAMS", '{"num_perm": 3}'),  # too few for the method
+        ("NEARDUP_BACKEND_PARAMS", '{"no_such_option": 1}'),
+        ("NEARDUP_MIN_TOKENS", "-3"),
+        ("NEARDUP_ACTION", "delete"),
+        ("NEARDUP_TEXT_FIELD", "  "),
+        ("NEARDUP_BLOOM_CAPACITY", "0"),
+        ("NEARDUP_BLOOM_CAPACITY", "2.5"),
+        ("NEARDUP_BLOOM_CAPACITY", "1e6"),
+        ("NEARDUP_BLOOM_CAPACITY", "True"),
+        ("NEARDUP_BLOOM_CAPACITY", "10000000001"),
+        ("NEARDUP_BLOOM_ERROR_RATE", "0"),
+        ("NEARDUP_BLOOM_ERROR_RATE", "0.6"),
+        ("NEARDUP_BLOOM_ERROR_RATE", "NaN"),
+        ("NEARDUP_STRIP_PARAMS", "*"),
+        ("NEARDUP_STRIP_PARAMS", "utm_*,*"),
+        ("NEARDUP_STRIP_PARAMS", '["utm_*", 5]'),
+        ("NEARDUP_STRIP_PARAMS", '["utm_*", "ref"'),
+        ("NEARDUP_STRIP_PARAMS", '[{"utm": 1}]'),
+        ("NEARDUP_WORKERS", "65"),
+        ("NEARDUP_WORKERS", "-1"),
+        ("NEARDUP_WORKERS", "many"),
+        ("NEARDUP_MAX_BODY_BYTES", "10"),
+        ("NEARDUP_MAX_TEXT_CHARS", "all"),
+        ("NEARDUP_FLUSH_INTERVAL", "-1"),
+        ("NEARDUP_FLUSH_INTERVAL", "inf"),
+        ("NEARDUP_STORAGE", "disk"),
+        ("NEARDUP_STORAGE", "my state.MyState"),
+        ("NEARDUP_STORAGE", "myproject."),
+        ("NEARDUP_STORAGE", ".MyState"),
+        ("NEARDUP_REDIS_URL", "localhost:6379"),
+        ("NEARDUP_KEY_PREFIX", " shared"),
+        ("NEARDUP_REDIS_ON_ERROR", "ignore"),
+        ("NEARDUP_REDIS_TIMEOUT", "0"),
+        ("NEARDUP_REDIS_TIMEOUT", "601"),
+    ],
+)
+def test_bad_command_line_strings_name_the_setting(name: str, text: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        NearDupConfig.from_settings(cmdline(**{name: text}))
+    assert info.value.setting == name
+    assert info.value.value == text or name == "NEARDUP_BACKEND_PARAMS"  # parsed by then
+    assert str(info.value).startswith(f"{name}=")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        # what Scrapy's getters would quietly bend
+        ("NEARDUP_ENABLED", 2),  # getbool: True
+        ("NEARDUP_ENABLED", 0.5),  # getbool: False
+        ("NEARDUP_DEBUG", []),  # getbool: TypeError
+        ("NEARDUP_BLOOM_CAPACITY", True),  # getint: 1
+        ("NEARDUP_MIN_TOKENS", 2.5),  # getint: 2
+        ("NEARDUP_WORKERS", float("inf")),  # getint: OverflowError
+        ("NEARDUP_THRESHOLD", True),  # getfloat: 1.0
+        ("NEARDUP_REDIS_TIMEOUT", 10**400),  # getfloat: OverflowError
+        ("NEARDUP_BLOOM_ERROR_RATE", float("nan")),
+        ("NEARDUP_BACKEND_PARAMS", [("num_perm", 256)]),  # getdict: a dict
+        ("NEARDUP_BACKEND_PARAMS", {1: 2}),
+        ("NEARDUP_STRIP_PARAMS", {"utm_*": 1}),  # getlist: its keys
+        ("NEARDUP_STRIP_PARAMS", {"utm_*"}),  # getlist: in no particular order
+        ("NEARDUP_STORAGE", 5),
+    ],
+)
+def test_python_values_scrapy_would_bend_are_refused(name: str, value: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        config(**{name: value})
+    assert info.value.setting == name
+
+
+def test_python_values_of_the_right_kind() -> None:
+    c = config(
+        NEARDUP_ENABLED=1,
+        NEARDUP_DEBUG=1,
+        NEARDUP_BLOOM_CAPACITY=1e6,  # a float that is an integer
+        NEARDUP_REDIS_TIMEOUT=3,
+        NEARDUP_STRIP_PARAMS=("utm_*",),
+        NEARDUP_BACKEND_PARAMS={"num_perm": 64},
+    )
+    assert (c.enabled, c.debug, c.bloom_capacity, c.redis_timeout) == (True, True, 10**6, 3.0)
+    assert type(c.bloom_capacity) is int and type(c.redis_timeout) is float
+    assert c.strip_params == ("utm_*",)
+    assert config(NEARDUP_STRIP_PARAMS=[]).strip_params == ()
+
+
+def test_a_plain_mapping_or_settings() -> None:
+    assert NearDupConfig.from_settings({}) == NearDupConfig.from_settings(Settings())
+    c = NearDupConfig.from_settings({"NEARDUP_DEBUG": "true", "NEARDUP_THRESHOLD": None})
+    assert c.debug and c.threshold is None
+    with pytest.raises(TypeError):
+        NearDupConfig.from_settings(["NEARDUP_DEBUG"])  # type: ignore[arg-type]
+
+
+def test_the_higher_priority_of_jobdir_and_state_dir_wins(tmp_path: Path) -> None:
+    job, state = str(tmp_path / "job"), str(tmp_path / "state")
+    settings = Settings({"NEARDUP_STATE_DIR": state})  # the project's settings
+    settings.set("JOBDIR", job, priority="cmdline")
+    assert state_dir_from(settings) == tmp_path / "job" / "neardup"
+    assert NearDupConfig.from_settings(settings).state_dir == tmp_path / "job" / "neardup"
+    settings = Settings({"JOBDIR": job})
+    settings.set("NEARDUP_STATE_DIR", state, priority="cmdline")
+    assert NearDupConfig.from_settings(settings).state_dir == tmp_path / "state"
+    # a mapping has no priorities: the more specific setting wins
+    assert state_dir_from({"JOBDIR": job, "NEARDUP_STATE_DIR": state}) == tmp_path / "state"
+    assert state_dir_from(cmdline(JOBDIR="")) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("True", True), ("true", True), ("1", True), ("False", False), ("false", False), ("0", False)],
+)
+def test_booleans_mean_what_they_mean_to_scrapy(text: str, expected: bool) -> None:
+    settings = cmdline(NEARDUP_ENABLED=text, NEARDUP_URL_FILTER=text)
+    assert settings.getbool("NEARDUP_ENABLED") is expected  # Scrapy's own reading
+    assert enabled(settings) is expected
+    assert enabled({"NEARDUP_ENABLED": text}) is expected
+    assert bool_setting(settings, "NEARDUP_URL_FILTER", not expected) is expected
+    assert NearDupConfig.from_settings(settings).enabled is expected
+
+
+def test_enabled_defaults_to_true_and_refuses_what_scrapy_would_bend() -> None:
+    assert enabled(Settings()) is True
+    assert enabled({"NEARDUP_ENABLED": None}) is True
+    assert bool_setting({}, "NEARDUP_DEBUG", False) is False
+    for bad in ("yes", "off", 2, [], "2"):
+        with pytest.raises(ConfigError, match="NEARDUP_ENABLED"):
+            enabled({"NEARDUP_ENABLED": bad})

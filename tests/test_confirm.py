@@ -9,7 +9,8 @@ from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.state import URL_CONFIRM, NearDupState
+from scrapy_neardup.state import NearDupState
+from scrapy_neardup.state.files import URL_CONFIRM, FileState
 
 # A filter this small at this error rate answers "seen" for a good share of new URLs.
 LEAKY = {"NEARDUP_BLOOM_CAPACITY": 50, "NEARDUP_BLOOM_ERROR_RATE": 0.3, "NEARDUP_EXTRACT": False}
@@ -19,7 +20,7 @@ URLS = [f"https://example.com/article/{i}" for i in range(3000)]
 def make_state(**settings: object) -> NearDupState:
     crawler = get_crawler(settings_dict={**LEAKY, **settings})
     stats = MemoryStatsCollector(crawler)
-    state = NearDupState(NearDupConfig.from_settings(Settings({**LEAKY, **settings})), stats)
+    state = FileState(NearDupConfig.from_settings(Settings({**LEAKY, **settings})), stats)
     state.open()
     return state
 

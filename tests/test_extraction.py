@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_neardup.extraction import Extractor, extract_main_text
-from scrapy_neardup.state import SignerSpec
+from scrapy_neardup.extraction import Extractor, SignerSpec, extract_main_text
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -70,14 +69,23 @@ def test_title_comes_first_and_full_cascade_agrees_on_a_plain_article() -> None:
     assert fast == full
 
 
-def test_worker_warm_up_is_awaitable() -> None:
+def _jieba_loaded() -> bool:
+    """Run in a worker: whether it has loaded jieba."""
+    import sys
+
+    return "jieba" in sys.modules
+
+
+def test_workers_start_on_first_page_and_load_jieba_only_for_cjk() -> None:
     extractor = Extractor(SignerSpec("minhash", (), 50, 100_000), workers=1, fast=False)
     try:
-        extractor.start()
-        assert len(extractor.warm_ups) == 1
-        extractor.warm_ups[0].result(timeout=120)  # trafilatura and jieba loaded by now
-        extracted, _ = extractor.submit_extract(ARTICLE.encode(), None, "utf-8").result(60)
+        assert extractor._pool is None  # nothing started before a page needs it
+        extracted, _ = extractor.submit_extract(ARTICLE.encode(), None, "utf-8").result(120)
         assert extracted.how == "trafilatura"
+        assert extractor._submit(_jieba_loaded).result(60) is False  # an English crawl
+        chinese = "<html><body><article><p>" + "北京市今天发布了新的交通规划。" * 30
+        extractor.submit_extract((chinese + "</p></article></body></html>").encode(), None, "utf-8")
+        assert extractor._submit(_jieba_loaded).result(120) is True
     finally:
         extractor.close()
 
@@ -95,7 +103,6 @@ def test_inline_extractor_signs_and_caches() -> None:
 def test_worker_pool_extracts_in_other_processes() -> None:
     extractor = Extractor(SignerSpec("simhash", (("k", 3),), 50, 100_000), workers=1)
     try:
-        extractor.start()
         extracted, signed = extractor.submit_extract(ARTICLE.encode(), None, "utf-8").result(
             timeout=60
         )

@@ -27,8 +27,8 @@ from scrapy_neardup.algorithms.exact import ExactMethod
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.engine import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError
-from scrapy_neardup.state import RETRY_INTERVAL, NearDupState
-from scrapy_neardup.storage import redis as rs
+from scrapy_neardup.state.redis import RETRY_INTERVAL, RedisState
+from scrapy_neardup.storage import redis_client, redis_index, redis_urls
 from scrapy_neardup.text import Document
 from scrapy_neardup.urls import ScalableBloomFilter, url_fingerprint
 
@@ -59,7 +59,7 @@ def server(tmp_path_factory):
 def client(server):
     if not server.ping():  # a test that stopped it and failed before starting it again
         server.start()
-    c = rs.connect(server.url)
+    c = redis_client.connect(server.url)
     c.flushdb()
     yield c
     c.close()
@@ -71,7 +71,7 @@ def redis_dedup(client, prefix: str, method: str, **params) -> Deduplicator:
     return Deduplicator(
         m,
         min_tokens=20,
-        stores=lambda name: rs.RedisBucketStore(
+        stores=lambda name: redis_index.RedisBucketStore(
             client, prefix, name, exact if name == "exact" else m
         ),
     )
@@ -90,7 +90,7 @@ class Stats:
         self.values[key] = value
 
 
-def redis_state(server, prefix: str = "t", **settings) -> tuple[NearDupState, Stats]:
+def redis_state(server, prefix: str = "t", **settings) -> tuple[RedisState, Stats]:
     config = NearDupConfig.from_settings(
         {
             "NEARDUP_STORAGE": "redis",
@@ -103,7 +103,7 @@ def redis_state(server, prefix: str = "t", **settings) -> tuple[NearDupState, St
         }
     )
     stats = Stats()
-    state = NearDupState(config, stats, key_prefix=prefix)
+    state = RedisState(config, stats, key_prefix=prefix)
     state.open()
     return state, stats
 
@@ -133,7 +133,7 @@ def test_signatures_are_the_methods_bytes_not_pickles(client) -> None:
     dedup.check("doc-a", text)
     (raw,) = client.hvals("p:neardup:minhash:docs")
     signature = dedup.near.method.signature(Document(text))
-    assert raw == rs._pack_doc("doc-a", dedup.near.method.encode(signature))
+    assert raw == redis_index._pack_doc("doc-a", dedup.near.method.encode(signature))
     assert not raw.startswith(b"\x80")  # no pickle protocol header
     assert {k.decode() for k in client.keys("*")} >= {
         "p:neardup:minhash:docs",
@@ -158,7 +158,9 @@ def _variants(n_bases: int, n_copies: int, seed: int) -> list[list[str]]:
     return groups
 
 
-def _hammer(url: str, prefix: str, backend: str, store_cls=rs.RedisBucketStore, threads: int = 6):
+def _hammer(
+    url: str, prefix: str, backend: str, store_cls=redis_index.RedisBucketStore, threads: int = 6
+):
     """``threads`` writers, each with its own copy of every group, all at the same group at the
     same moment. Returns the kept keys, the verdicts and one method to compare signatures."""
     method = make_method(backend)
@@ -172,7 +174,7 @@ def _hammer(url: str, prefix: str, backend: str, store_cls=rs.RedisBucketStore, 
     verdicts: list[list] = [[] for _ in range(threads)]
 
     def writer(t: int) -> None:
-        c = rs.connect(url)
+        c = redis_client.connect(url)
         dedup = Deduplicator(
             method,
             min_tokens=20,
@@ -223,7 +225,7 @@ def test_concurrent_writers_never_both_keep_near_duplicates(client, server, back
             assert not next(x for x in verdicts if x.key == v.duplicate_of).is_duplicate
 
 
-class NonAtomicStore(rs.RedisBucketStore):
+class NonAtomicStore(redis_index.RedisBucketStore):
     """Query, then add: what the optimistic script exists to prevent."""
 
     def query_and_add(self, key, signature, buckets, verify, probe=None):
@@ -242,7 +244,7 @@ def test_the_hammer_catches_a_store_that_is_not_atomic(client, server) -> None:
 
 def test_probe_watches_only_the_least_filled_buckets(client) -> None:
     """``probe`` (SpotSigs' prefix rule) reads the least filled buckets and still adds to all."""
-    store = rs.RedisBucketStore(client, "p", "x", make_method("simhash"))
+    store = redis_index.RedisBucketStore(client, "p", "x", make_method("simhash"))
     verify = lambda other: 1.0 if other == 7 else None  # noqa: E731
     assert store.query_and_add("a", 7, [1, 2, 3], verify) == []
     assert store.query_and_add("b", 8, [1, 4, 5], verify, probe=2) == []  # 1 is the fullest
@@ -256,7 +258,7 @@ def test_probe_watches_only_the_least_filled_buckets(client) -> None:
 
 def test_bloom_in_redis_grows_by_stages_over_several_keys(client) -> None:
     urls = [url_fingerprint(f"https://example.com/page/{i}") for i in range(3000)]
-    bloom = rs.RedisBloomFilter(client, "u", 500, 0.001, chunk_bits=4096)
+    bloom = redis_urls.RedisBloomFilter(client, "u", 500, 0.001, chunk_bits=4096)
     assert bloom.add_many(urls[:2000]).count(True) <= 3  # false positives only
     for fp in urls[2000:]:
         bloom.add(fp)
@@ -282,8 +284,8 @@ def test_bloom_test_and_set_is_atomic_across_writers(client, server) -> None:
     barrier = threading.Barrier(4)
 
     def writer(seed: int) -> None:
-        c = rs.connect(server.url, retries=0)
-        bloom = rs.RedisBloomFilter(c, "a", 500, 1e-6)
+        c = redis_client.connect(server.url, retries=0)
+        bloom = redis_urls.RedisBloomFilter(c, "a", 500, 1e-6)
         order = list(urls)
         random.Random(seed).shuffle(order)
         barrier.wait()
@@ -306,9 +308,9 @@ def test_bloom_test_and_set_is_atomic_across_writers(client, server) -> None:
 
 
 def test_redisbloom_module_path(client) -> None:
-    if not rs.has_bloom_module(client):
+    if not redis_urls.has_bloom_module(client):
         pytest.skip("this redis-server has no RedisBloom module (Debian's has none)")
-    bloom = rs.RedisBloomModuleFilter(client, "m", 1000, 0.001)
+    bloom = redis_urls.RedisBloomModuleFilter(client, "m", 1000, 0.001)
     fps = [url_fingerprint(f"https://example.com/{i}") for i in range(100)]
     assert not any(bloom.add_many(fps)) and all(bloom.add_many(fps)) and len(bloom) == 100
 
@@ -331,7 +333,7 @@ def test_settings_are_validated() -> None:
         "fail-open",
     )
     with pytest.raises(ConfigError, match="NEARDUP_KEY_PREFIX"):
-        NearDupState(c)  # no prefix and no spider to take the name of
+        RedisState(c)  # no prefix and no spider to take the name of
 
 
 def test_other_method_parameters_are_refused(client, server) -> None:
@@ -351,11 +353,11 @@ def test_reset_deletes_one_crawl_and_only_it(client) -> None:
         client.hset(f"{prefix}:neardup:meta", "format", "1")
     client.set("a:other", "1")
     before = client.dbsize()
-    deleted = rs.delete_prefix(client, "a*")
+    deleted = redis_client.delete_prefix(client, "a*")
     assert deleted > 5 and client.dbsize() == before - deleted
     assert not client.keys("a\\*:neardup:*")
     assert client.keys("ab:neardup:*") and client.keys("a:neardup:*") and client.get("a:other")
-    assert rs.find_prefixes(client) == ["a", "ab"]
+    assert redis_client.find_prefixes(client) == ["a", "ab"]
 
 
 TEXT_A = " ".join(f"alpha{i}" for i in range(60))
@@ -549,7 +551,7 @@ def test_crawl_survives_a_redis_restart(client, server, site, site_url, tmp_path
     assert result["stderr"].count("is unavailable") == 1
     assert "is back" in result["stderr"]
     assert "Traceback" not in result["stderr"]
-    after = rs.connect(server.url)
+    after = redis_client.connect(server.url)
     assert int(after.hget("rs:neardup:urls", "count")) >= before  # nothing recorded was lost
     after.close()
 

@@ -70,6 +70,12 @@ class FingerprintStore:
     def __len__(self) -> int:
         return int(self._db.execute("select count(*) from fingerprints").fetchone()[0])
 
+    def clear(self) -> None:
+        """Forget every fingerprint (the counters stay)."""
+        self._begin()
+        self._db.execute("delete from fingerprints")
+        self.commit()
+
     def _begin(self) -> None:
         if not self._in_transaction:
             self._db.execute("begin")

@@ -17,12 +17,15 @@ import struct
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 logger = logging.getLogger(__name__)
 
 _HEADER = struct.Struct("<II")
+#: Bytes a record takes beyond its payload (its length and checksum).
+FRAME_OVERHEAD = _HEADER.size
 MAX_RECORD = 64 * 1024 * 1024
 
 
@@ -80,13 +83,20 @@ class Journal:
         self._file = self.path.open("ab")
         return iter(records)
 
-    def append(self, payload: bytes) -> None:
+    def append(self, payload: bytes) -> int:
+        """Append a record; returns the offset where its frame starts."""
         if self._file is None:
             raise RuntimeError(f"journal {self.path} is not open")
+        offset = self._file.tell()
         self._file.write(_frame(payload))
         self._dirty = True
         if self.flush_interval == 0 or time.monotonic() - self._last_sync >= self.flush_interval:
             self.sync()
+        return offset
+
+    def tell(self) -> int:
+        """The journal's length, records still in the buffer included."""
+        return self._file.tell() if self._file is not None else 0
 
     def sync(self) -> None:
         """Flush the buffer and fsync: what is written so far survives a crash."""
@@ -98,13 +108,33 @@ class Journal:
             self._dirty = False
         self._last_sync = time.monotonic()
 
-    def rewrite(self, payloads: Iterable[bytes]) -> None:
-        """Replace every record with ``payloads``, atomically (compaction), and go on appending."""
+    def rewrite(self, payloads: Iterable[bytes]) -> list[tuple[int, int]]:
+        """Replace every record with ``payloads``, atomically (compaction), and go on
+        appending; returns the (offset, length) of each one's frame."""
+        return self.rewrite_frames([_frame(p) for p in payloads])
+
+    def read_frames(self, spans: Iterable[tuple[int, int]]) -> list[bytes]:
+        """The framed records at ``(offset, length)`` spans (from :meth:`append`)."""
+        if self._file is not None:
+            self._file.flush()
+        with self.path.open("rb") as fh:
+            out = []
+            for offset, length in spans:
+                fh.seek(offset)
+                out.append(fh.read(length))
+        return out
+
+    def rewrite_frames(self, frames: list[bytes]) -> list[tuple[int, int]]:
         if self._file is not None:
             self._file.close()
-        write_snapshot(self.path, b"".join(_frame(p) for p in payloads))
+        write_snapshot(self.path, b"".join(frames))
         self._file = self.path.open("ab")
         self._dirty = False
+        spans, offset = [], 0
+        for frame in frames:
+            spans.append((offset, len(frame)))
+            offset += len(frame)
+        return spans
 
     def reset(self) -> None:
         """Empty the journal (its records are in a snapshot now)."""
@@ -139,3 +169,86 @@ def write_snapshot(path: Path, data: bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+# -- the content journal's records ---------------------------------------------------------
+#
+# One codec for the crawl state (which writes and replays them) and ``scrapy neardup-stats``
+# (which reads them without building an index). Signatures are opaque bytes here: the state
+# encodes and decodes them with its methods. Integers little-endian::
+#
+#     b"H" | u32 len | key UTF-8 | u32 len | exact signature | u8 has_near | u32 len | near
+#          | u32 tokens                                                        (a kept document)
+#     b"M" | u32 len | key | u32 len | head | u32 len | method | f64 similarity   (a duplicate)
+
+
+@dataclass(frozen=True)
+class HeadRecord:
+    """A kept document: its key, exact signature, near signature (None: short) and tokens."""
+
+    key: str
+    exact: bytes
+    near: bytes | None
+    tokens: int
+
+
+@dataclass(frozen=True)
+class MemberRecord:
+    """A duplicate and the kept document (cluster head) it matched."""
+
+    key: str
+    head: str
+    method: str
+    similarity: float
+
+
+def _blob(data: bytes) -> bytes:
+    return struct.pack("<I", len(data)) + data
+
+
+def _take_blob(payload: bytes, pos: int) -> tuple[bytes, int]:
+    (length,) = struct.unpack_from("<I", payload, pos)
+    end = pos + 4 + length
+    if end > len(payload):
+        raise ValueError("record shorter than its lengths say")
+    return payload[pos + 4 : end], end
+
+
+def encode_head(record: HeadRecord) -> bytes:
+    return (
+        b"H"
+        + _blob(record.key.encode())
+        + _blob(record.exact)
+        + (b"\x00" if record.near is None else b"\x01")
+        + _blob(record.near or b"")
+        + struct.pack("<I", record.tokens)
+    )
+
+
+def encode_member(record: MemberRecord) -> bytes:
+    return (
+        b"M"
+        + _blob(record.key.encode())
+        + _blob(record.head.encode())
+        + _blob(record.method.encode())
+        + struct.pack("<d", record.similarity)
+    )
+
+
+def decode_content_record(payload: bytes) -> HeadRecord | MemberRecord:
+    """One record of ``content.journal``; ValueError (or struct.error, UnicodeDecodeError)
+    when it is not one."""
+    kind = payload[:1]
+    key, pos = _take_blob(payload, 1)
+    if kind == b"H":
+        exact, pos = _take_blob(payload, pos)
+        has_near = payload[pos : pos + 1] == b"\x01"
+        near, pos = _take_blob(payload, pos + 1)
+        (tokens,) = struct.unpack_from("<I", payload, pos)
+        return HeadRecord(key.decode(), exact, near if has_near else None, tokens)
+    if kind == b"M":
+        head, pos = _take_blob(payload, pos)
+        method, pos = _take_blob(payload, pos)
+        (similarity,) = struct.unpack_from("<d", payload, pos)
+        return MemberRecord(key.decode(), head.decode(), method.decode(), similarity)
+    raise ValueError(f"unknown record type {kind!r}")

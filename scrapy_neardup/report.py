@@ -1,0 +1,259 @@
+"""What a crawl's saved state holds, for ``scrapy neardup-stats``.
+
+Reads the state directory of a crawl (``JOBDIR/neardup``, ``NEARDUP_STATE_DIR``, or a path
+given on the command line) without loading the spider or building any index, so it works
+inside a project and outside one, while a crawl runs or after it ended. With ``--redis-url``
+it reports on a crawl shared through Redis instead (``--key-prefix``, else
+``NEARDUP_KEY_PREFIX``), and ``--reset`` deletes that crawl's keys, and only those.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from scrapy_neardup.engine import Member, iter_state
+from scrapy_neardup.exceptions import StateError, StorageError
+from scrapy_neardup.state.files import (
+    CONTENT_JOURNAL,
+    CONTENT_SNAPSHOT,
+    URL_CONFIRM,
+    URL_JOURNAL,
+    URL_SNAPSHOT,
+)
+from scrapy_neardup.storage.fingerprints import FingerprintStore
+from scrapy_neardup.storage.journal import MemberRecord, decode_content_record, read_records
+from scrapy_neardup.urls import ScalableBloomFilter
+
+TOP_CLUSTERS = 10
+
+
+def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
+    """Everything the command prints, as plain data."""
+    if not directory.is_dir():
+        raise StateError("no such state directory", path=str(directory))
+    if not any(
+        (directory / name).exists()
+        for name in (URL_SNAPSHOT, URL_JOURNAL, CONTENT_SNAPSHOT, CONTENT_JOURNAL)
+    ):
+        raise StateError(
+            "no scrapy-neardup state here (did the crawl run with JOBDIR?)", path=str(directory)
+        )
+    bloom = ScalableBloomFilter(1000, 0.001)
+    snapshot = directory / URL_SNAPSHOT
+    if snapshot.exists():
+        bloom = ScalableBloomFilter.from_bytes(snapshot.read_bytes())
+    fingerprints, _, _ = read_records(directory / URL_JOURNAL)
+    for fp in fingerprints:
+        bloom.add(fp)
+    urls = len(bloom)
+
+    meta: dict[str, Any] = {}
+    heads: set[str] = set()
+    members: dict[str, Member] = {}
+    snapshot = directory / CONTENT_SNAPSHOT
+    if snapshot.exists():
+        for record in iter_state(snapshot.read_bytes()):
+            if record[0] == "meta":
+                meta = record[1]
+            elif record[0] == "exact":
+                heads.add(record[1])
+            elif record[0] == "member":
+                members[record[1].key] = record[1]
+    journal = directory / CONTENT_JOURNAL
+    records, _, _ = read_records(journal)
+    for payload in records:
+        try:
+            record = decode_content_record(payload)
+        except (ValueError, struct.error, UnicodeDecodeError) as exc:
+            raise StateError(f"unreadable journal record: {exc}", path=str(journal)) from None
+        if isinstance(record, MemberRecord):
+            members[record.key] = Member(record.key, record.head, record.method, record.similarity)
+        else:
+            heads.add(record.key)
+
+    confirmed = None
+    if (directory / URL_CONFIRM).exists():
+        store = FingerprintStore(directory / URL_CONFIRM)
+        confirmed = store.counter("false_positives")
+        store.close()
+    return {
+        "state_dir": str(directory),
+        "urls": {
+            "seen": urls,
+            "bloom_bytes": bloom.size_in_bytes,
+            "bytes_per_url": round(bloom.size_in_bytes / urls, 3) if urls else None,
+            "capacity": bloom.total_capacity,
+            "bytes_per_url_at_capacity": round(bloom.size_in_bytes / bloom.total_capacity, 3),
+            "expected_false_positives": round(bloom.expected_false_positives(), 2),
+            "confirmed_false_positives": confirmed,
+            "fill_ratio": round(bloom.fill_ratio, 4),
+            "expected_false_positive_rate": bloom.expected_false_positive_rate,
+            "stages": bloom.stages,
+        },
+        "content": _content(meta, len(heads), members, top),
+    }
+
+
+def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str, Any]:
+    """The same summary for a crawl whose state is in Redis under ``{prefix}:neardup:``."""
+    from scrapy_neardup.storage import redis_client, redis_index, redis_urls
+
+    client = redis_client.connect(url, retries=1)
+    try:
+        meta_key = f"{redis_client.key_base(prefix)}:meta"
+        raw = client.hgetall(meta_key)
+        if not raw:
+            found = redis_client.find_prefixes(client)
+            raise StateError(
+                f"no scrapy-neardup keys under prefix {prefix!r} in {url}"
+                + (f" (prefixes found: {', '.join(found)})" if found else "")
+            )
+        meta = json.loads(raw.get(b"content", b"{}"))
+        url_params = json.loads(raw.get(b"urls", b"{}"))
+        capacity = url_params.get("capacity", 1)
+        rate = url_params.get("error_rate", 0.001)
+        if url_params.get("impl") == "redisbloom":
+            bloom = redis_urls.RedisBloomModuleFilter(client, prefix, capacity, rate)
+        else:
+            bloom = redis_urls.RedisBloomFilter(client, prefix, capacity, rate)
+        info = bloom.info()
+        members = {
+            key: Member(key, head, method, similarity)
+            for key, head, method, similarity in redis_index.members(client, prefix)
+        }
+        heads = client.hlen(f"{redis_client.key_base(prefix)}:exact:ids")
+    except redis_client.REDIS_ERRORS as exc:
+        raise StorageError(f"cannot read {url}: {exc}") from None
+    finally:
+        client.close()
+    seen = info["seen"]
+    return {
+        "redis": f"{url} prefix {prefix!r}",
+        "urls": {
+            "seen": seen,
+            "bloom_bytes": info["bloom_bytes"],
+            "bytes_per_url": round(info["bloom_bytes"] / seen, 3) if seen else None,
+            "fill_ratio": info["fill_ratio"],
+            "expected_false_positive_rate": info["expected_false_positive_rate"],
+            "stages": info["stages"],
+        },
+        "content": _content(meta, heads, members, top),
+    }
+
+
+def reset_redis(url: str, prefix: str) -> int:
+    """Delete every key of the crawl under ``{prefix}:neardup:``; returns how many."""
+    from scrapy_neardup.storage import redis_client
+
+    client = redis_client.connect(url, retries=1)
+    try:
+        return redis_client.delete_prefix(client, prefix)
+    except redis_client.REDIS_ERRORS as exc:
+        raise StorageError(f"cannot reset {prefix!r} in {url}: {exc}") from None
+    finally:
+        client.close()
+
+
+def _content(
+    meta: dict[str, Any], heads: int, members: dict[str, Member], top: int
+) -> dict[str, Any]:
+    by_head: dict[str, list[Member]] = {}
+    for m in members.values():
+        by_head.setdefault(m.head, []).append(m)
+    sizes = Counter(len(v) + 1 for v in by_head.values())
+    largest = sorted(by_head.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]
+    similarities = [m.similarity for m in members.values() if m.similarity > 0]
+    return {
+        "method": meta.get("method"),
+        "params": meta.get("params"),
+        "documents_indexed": heads,
+        "duplicates": len(members),
+        "duplicates_by_method": dict(Counter(m.method for m in members.values())),
+        "clusters": len(by_head),
+        "cluster_sizes": {str(k): v for k, v in sorted(sizes.items())},
+        "similarity_histogram": _histogram(similarities),
+        "largest_clusters": [
+            {"head": head, "size": len(ms) + 1, "members": [m.key for m in ms]}
+            for head, ms in largest
+        ],
+    }
+
+
+def _histogram(values: list[float], bins: int = 10) -> dict[str, int]:
+    """Counts in ``bins`` equal bins from the lowest similarity (rounded down to 0.05) to 1,
+    so that a method whose matches all lie above 0.95 (SimHash) still shows a shape."""
+    if not values:
+        return {}
+    start = min(math.floor(min(values) * 20) / 20, 0.95)
+    width = (1.0 - start) / bins
+    out: Counter[str] = Counter()
+    for v in values:
+        i = min(int((v - start) / width), bins - 1)
+        low = start + i * width
+        out[f"{low:.3f}-{low + width:.3f}"] += 1
+    return dict(sorted(out.items()))
+
+
+def _percent(value: float | None, digits: int) -> str:
+    return "n/a" if value is None else f"{value:.{digits}%}"
+
+
+def _bar(count: int, most: int, width: int = 40) -> str:
+    return "#" * max(1, round(width * count / most)) if count else ""
+
+
+def render(summary: dict[str, Any]) -> str:
+    u, c = summary["urls"], summary["content"]
+    lines = [
+        f"scrapy-neardup state: {summary.get('redis') or summary.get('state_dir')}",
+        "",
+        "URLs",
+        f"  seen                      {u['seen']}",
+        f"  Bloom filter              {u['bloom_bytes']} bytes in {u['stages']} stage(s)"
+        + (
+            f" for {u['capacity']} URLs ({u['bytes_per_url_at_capacity']} bytes per URL)"
+            if u.get("capacity")
+            else (f", {u['bytes_per_url']} bytes per URL" if u["bytes_per_url"] else "")
+        ),
+        f"  fill                      {_percent(u['fill_ratio'], 2)}",
+        f"  false-positive rate now   {_percent(u['expected_false_positive_rate'], 5)}",
+    ]
+    if u.get("expected_false_positives") is not None:
+        lines.append(f"  false positives expected  {u['expected_false_positives']:.2f}")
+    if u.get("confirmed_false_positives") is not None:
+        lines.append(
+            f"  false positives confirmed {u['confirmed_false_positives']}"
+            " (new URLs the Bloom filter called seen; fetched thanks to the fingerprint store)"
+        )
+    lines += [
+        "",
+        f"Content ({c['method'] or 'no documents yet'})",
+        f"  documents indexed         {c['documents_indexed']}",
+        f"  duplicates                {c['duplicates']}",
+    ]
+    for method, n in sorted(c["duplicates_by_method"].items()):
+        lines.append(f"    by {method:<22} {n}")
+    lines.append(f"  clusters (with a dup)     {c['clusters']}")
+    if c["cluster_sizes"]:
+        lines += ["", "Cluster sizes"]
+        most = max(c["cluster_sizes"].values())
+        for size, n in c["cluster_sizes"].items():
+            lines.append(f"  {size:>4} docs  {n:>6}  {_bar(n, most)}")
+    if c["similarity_histogram"]:
+        lines += ["", "Similarity of duplicates to their cluster head"]
+        most = max(c["similarity_histogram"].values())
+        for bucket, n in c["similarity_histogram"].items():
+            lines.append(f"  {bucket}  {n:>6}  {_bar(n, most)}")
+    if c["largest_clusters"]:
+        lines += ["", "Largest clusters"]
+        for cluster in c["largest_clusters"]:
+            lines.append(f"  {cluster['size']:>4}  {cluster['head']}")
+            lines.extend(f"          {m}" for m in cluster["members"][:5])
+            if len(cluster["members"]) > 5:
+                lines.append(f"          ... and {len(cluster['members']) - 5} more")
+    return "\n".join(lines)

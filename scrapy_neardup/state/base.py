@@ -1,0 +1,261 @@
+"""The state interface every implementation shares: one per crawler, reached by every component.
+
+The dupefilter, the two middlewares and the pipeline of a crawler all reach the same state
+through :meth:`NearDupState.from_crawler`, so a URL recorded by the downloader middleware is
+known to the dupefilter, and page text found by the spider middleware reaches the pipeline.
+``NEARDUP_STORAGE`` picks the implementation, as ``HTTPCACHE_STORAGE`` picks Scrapy's cache
+storage: ``"memory"`` (:class:`~scrapy_neardup.state.files.FileState`: memory, journaled to
+files with ``JOBDIR``), ``"redis"`` (:class:`~scrapy_neardup.state.redis.RedisState`), or the
+import path of a subclass of :class:`NearDupState`.
+
+What an implementation provides: ``open()`` (load, idempotent), ``close()``, ``key_seen()``
+(URL test-and-set on a 16-byte request key), ``clear_urls()``, and a ``dedup``
+(:class:`~scrapy_neardup.engine.Deduplicator`) whose ``check_signed`` is the content check.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.request import RequestFingerprinter
+from xxhash import xxh3_128_digest
+
+from scrapy_neardup.config import NearDupConfig
+from scrapy_neardup.engine import Deduplicator, Signed
+from scrapy_neardup.exceptions import ConfigError
+from scrapy_neardup.extraction import Extracted, Extractor, SignerSpec
+from scrapy_neardup.urls import canonical_url, url_fingerprint
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+STORAGE_ALIASES = {
+    "memory": "scrapy_neardup.state.files.FileState",
+    "redis": "scrapy_neardup.state.redis.RedisState",
+}
+
+
+@dataclass
+class PageText:
+    """What the spider middleware found for an item: its page's URL, text and signatures."""
+
+    url: str
+    extracted: Extracted
+    signed: Signed | None
+
+
+class NearDupState:
+    """URL filter, deduplicator, extractor and the hand-over from middleware to pipeline.
+
+    Subclasses set ``self.dedup`` and ``self.urls`` in ``__init__`` and implement the
+    storage-specific methods below. ``key_prefix`` is the spider's name, used by storages
+    that share state under a prefix when ``NEARDUP_KEY_PREFIX`` is unset.
+    """
+
+    #: Whether this storage journals the crawl frontier (see scrapy_neardup.frontier).
+    frontier: Any = None
+
+    def __init__(
+        self,
+        config: NearDupConfig,
+        stats: Any = None,
+        *,
+        crawler: Any = None,
+        key_prefix: str | None = None,
+    ) -> None:
+        self.config = config
+        self.stats = stats
+        self.crawler = crawler
+        self.key_prefix = config.key_prefix or key_prefix
+        self.dedup: Deduplicator
+        self.urls: Any
+        spec = SignerSpec(
+            config.backend,
+            tuple(sorted(config.method_params().items())),
+            config.min_tokens,
+            config.max_text_chars,
+        )
+        # Workers start when the first page needs extraction, not before: a crawl that
+        # yields no items (or only items with a text field) never starts them.
+        self.extractor = Extractor(spec, config.workers, fast=config.extract_fast)
+        self.pending: dict[int, tuple[Any, PageText]] = {}
+        self._users: set[int] = set()
+        self._opened = False
+        self._closed = False
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> NearDupState:
+        """The crawler's state, made (from its settings, by ``NEARDUP_STORAGE``) on first use."""
+        state = _STATES.get(crawler)
+        if state is None:
+            from scrapy import signals
+
+            config = NearDupConfig.from_settings(crawler.settings)
+            state = state_class(config.storage)(
+                config,
+                crawler.stats,
+                crawler=crawler,
+                key_prefix=getattr(crawler.spidercls, "name", None),
+            )
+            _STATES[crawler] = state
+            crawler.signals.connect(state.close, signal=signals.spider_closed)
+            for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+                crawler.signals.connect(state.forget, signal=signal)
+            state.built()
+        return state
+
+    def built(self) -> None:
+        """Called once the state is registered for its crawler (e.g. to load saved state)."""
+
+    def open(self) -> None:
+        """Load saved state (once). Raises StateError when it cannot be used."""
+        if not self._opened:
+            self._opened = True
+            self._open()
+
+    def attach(self, user: object) -> None:
+        """A component (dupefilter, pipeline) starts using the state; it is opened."""
+        self._users.add(id(user))
+        self.open()
+
+    def detach(self, user: object) -> None:
+        """A component is done with the state; the last one to leave closes it, so that a
+        second filter, or a new process, on the same JOBDIR sees everything recorded."""
+        self._users.discard(id(user))
+        if not self._users:
+            self.close()
+
+    def close(self, *args: Any, **kwargs: Any) -> None:
+        """Snapshot and release everything (once); safe to call from a signal handler."""
+        if self._closed:
+            return
+        self._closed = True
+        self.extractor.close(wait=False)
+        self._close()
+
+    def _open(self) -> None:
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        raise NotImplementedError
+
+    # -- URLs -----------------------------------------------------------------------------
+
+    def canonical(self, url: str) -> str:
+        return canonical_url(
+            url,
+            strip_params=self.config.strip_params,
+            strip_trailing_slash=self.config.strip_trailing_slash,
+        )
+
+    def request_key(self, request: Request, fingerprinter: Any = None) -> bytes:
+        """The 16 bytes the URL filter records for ``request``: two requests share them only
+        when the crawler's request fingerprinter calls them one request once their URLs are
+        canonicalised. Raises InvalidURL.
+
+        With Scrapy's own fingerprinter, a GET without a body is its canonical URL (so the
+        key is the URL's fingerprint, shared with the redirect and ``rel=canonical`` checks);
+        anything else (a method, a body, a project's fingerprinter) is the fingerprinter's
+        answer for the request with its canonical URL.
+        """
+        canonical = self.canonical(request.url)
+        fingerprinter = fingerprinter or self.fingerprinter
+        if fingerprinter is None or (
+            type(fingerprinter) is RequestFingerprinter
+            and request.method == "GET"
+            and not request.body
+        ):
+            return url_fingerprint(canonical)
+        if canonical != request.url:
+            request = request.replace(url=canonical)
+        # 0xff never starts UTF-8 text, so these keys never equal a URL's fingerprint.
+        return xxh3_128_digest(b"\xff" + fingerprinter.fingerprint(request))
+
+    @property
+    def fingerprinter(self) -> Any:
+        return getattr(self.crawler, "request_fingerprinter", None)
+
+    def url_seen(self, url: str) -> bool:
+        """Test and set of a URL (a GET of it): True if it was (probably) seen before."""
+        return self.key_seen(url_fingerprint(self.canonical(url)))
+
+    def key_seen(self, key: bytes, on_new: Callable[[bytes], None] | None = None) -> bool:
+        """Test and set of a request key; ``on_new`` is given a new key before it is recorded."""
+        raise NotImplementedError
+
+    def clear_urls(self) -> None:
+        """Forget every URL (scrapy-redis's scheduler flushes its dupefilter this way)."""
+        raise NotImplementedError
+
+    # -- pages and items ------------------------------------------------------------------
+
+    def register(self, item: Any, page: PageText) -> None:
+        self.pending[id(item)] = (item, page)
+
+    def take(self, item: Any) -> PageText | None:
+        found = self.pending.pop(id(item), None)
+        return found[1] if found is not None and found[0] is item else None
+
+    def forget(self, item: Any = None, *args: Any, **kwargs: Any) -> None:
+        if item is not None:
+            self.pending.pop(id(item), None)
+
+    def inc(self, key: str, count: int = 1) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(key, count)
+
+    def set_final_stats(self) -> None:
+        if self.stats is not None:
+            self.stats.set_value("neardup/urls/size_bytes", self.urls.size_in_bytes)
+            self.stats.set_value("neardup/documents/indexed", len(self.dedup))
+
+
+def state_class(storage: str) -> type[NearDupState]:
+    """The implementation ``NEARDUP_STORAGE`` names: an alias or an import path."""
+    from scrapy.utils.misc import load_object
+
+    path = STORAGE_ALIASES.get(storage.lower(), storage)
+    try:
+        cls = load_object(path)
+    except (ImportError, NameError, ValueError, AttributeError) as exc:
+        raise ConfigError(
+            "NEARDUP_STORAGE", storage, f"'memory', 'redis' or an importable class ({exc})"
+        ) from None
+    if not (isinstance(cls, type) and issubclass(cls, NearDupState)):
+        raise ConfigError(
+            "NEARDUP_STORAGE", storage, "a subclass of scrapy_neardup.state.NearDupState"
+        )
+    return cls
+
+
+def make_state(
+    config: NearDupConfig, stats: Any = None, *, key_prefix: str | None = None
+) -> NearDupState:
+    """A state without a crawler (tests, benchmarks, scripts), of the configured storage."""
+    return state_class(config.storage)(config, stats, key_prefix=key_prefix)
+
+
+def freeze_startup_objects() -> None:
+    """Exempt the objects that exist when the crawl starts from the garbage collector.
+
+    They are the crawl's long-lived part (modules of Scrapy, numpy, datasketch and scipy,
+    the loaded state), yet every full collection walks them all: in a crawl with the plugin
+    that blocked the reactor for 80-120 ms each time (measured by ``bench/bench_crawl.py``).
+    :func:`gc.freeze` moves them out of the collector's reach, as CPython's docs suggest
+    for a process's startup objects; objects created later are collected as usual.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+_STATES: weakref.WeakKeyDictionary[Any, NearDupState] = weakref.WeakKeyDictionary()

@@ -1,0 +1,288 @@
+"""The default state: in memory, journaled to files in a state directory when there is one.
+
+With a state directory (``JOBDIR/neardup`` by default) it is loaded at start, journaled as it
+changes, and snapshotted at close; see :mod:`scrapy_neardup.storage.journal` for what survives
+a crash. Files in the state directory::
+
+    urls.bloom       ScalableBloomFilter.to_bytes() snapshot (format in scrapy_neardup.urls)
+    urls.journal     journal of 16-byte request keys added since the snapshot
+    urls.sqlite      every key, read only to confirm a Bloom positive before a request is
+                     dropped (NEARDUP_URL_CONFIRM; scrapy_neardup.storage.fingerprints)
+    content.state    Deduplicator.to_bytes() snapshot (format in scrapy_neardup.engine)
+    content.journal  kept documents and duplicates since the snapshot (records in
+                     scrapy_neardup.storage.journal)
+    frontier.journal requests let through the URL filter and not done yet, so that a crawl
+                     killed with SIGKILL crawls them again (scrapy_neardup.frontier); only
+                     written when FrontierMiddleware is on to mark requests done
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from scrapy_neardup.engine import Deduplicator, Member, Signed
+from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.frontier import Frontier
+from scrapy_neardup.state.base import NearDupState
+from scrapy_neardup.storage.fingerprints import FingerprintStore
+from scrapy_neardup.storage.journal import (
+    HeadRecord,
+    Journal,
+    MemberRecord,
+    decode_content_record,
+    encode_head,
+    encode_member,
+    write_snapshot,
+)
+from scrapy_neardup.urls import ScalableBloomFilter
+
+logger = logging.getLogger(__name__)
+
+URL_SNAPSHOT, URL_JOURNAL = "urls.bloom", "urls.journal"
+URL_CONFIRM = "urls.sqlite"
+CONTENT_SNAPSHOT, CONTENT_JOURNAL = "content.state", "content.journal"
+
+
+class ContentJournal:
+    """Records every decision of a :class:`Deduplicator` in a :class:`Journal`, and replays
+    them; the record format is :mod:`scrapy_neardup.storage.journal`'s."""
+
+    def __init__(self, journal: Journal, dedup: Deduplicator) -> None:
+        self.journal = journal
+        self.dedup = dedup
+
+    def head(self, key: str, signed: Signed) -> None:
+        near = None if signed.near is None else self.dedup.near.method.encode(signed.near)
+        exact = self.dedup.exact.method.encode(signed.exact)
+        self.journal.append(encode_head(HeadRecord(key, exact, near, signed.tokens)))
+
+    def member(self, m: Member) -> None:
+        self.journal.append(encode_member(MemberRecord(m.key, m.head, m.method, m.similarity)))
+
+    def replay(self, payload: bytes) -> None:
+        record = decode_content_record(payload)
+        if isinstance(record, HeadRecord):
+            near = None
+            # "is not None": an empty Index is falsy (it has a __len__)
+            if record.near is not None and self.dedup.near is not None:
+                near = self.dedup.near.method.decode(record.near)
+            exact = self.dedup.exact.method.decode(record.exact)
+            self.dedup.restore_head(record.key, Signed(exact, near, record.tokens))
+        else:
+            self.dedup.restore_member(
+                Member(record.key, record.head, record.method, record.similarity)
+            )
+
+
+class FileState(NearDupState):
+    """Memory, plus journals and snapshots in ``NEARDUP_STATE_DIR`` (``JOBDIR/neardup``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        config = self.config
+        self.urls = ScalableBloomFilter(config.bloom_capacity, config.bloom_error_rate)
+        self.dedup = Deduplicator(config.make_method(), min_tokens=config.min_tokens)
+        self._url_journal: Journal | None = None
+        self._content_journal: Journal | None = None
+        self.frontier: Frontier | None = None
+        self.confirm: FingerprintStore | None = None
+        self._confirm_tmp: str | None = None
+
+    def built(self) -> None:
+        # Saved state is read while the crawler is built: a StateError then stops the crawl
+        # with one clear message, not errors from a half-open engine.
+        if self.config.state_dir is not None:
+            self.open()
+
+    def _frontier_wanted(self) -> bool:
+        """Only when FrontierMiddleware will mark requests done: otherwise the journal would
+        grow by every request and never shrink."""
+        from scrapy_neardup.middlewares import FrontierMiddleware, component_enabled
+
+        config = self.config
+        return (
+            config.enabled
+            and config.url_filter
+            and self.crawler is not None
+            and component_enabled(self.crawler.settings, "SPIDER_MIDDLEWARES", FrontierMiddleware)
+        )
+
+    def _open(self) -> None:
+        directory = self.config.state_dir
+        if directory is None:
+            self._open_confirm(None)
+            return
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self._load_urls(directory)
+            self._load_content(directory)
+            self._load_frontier(directory)
+        except BaseException:
+            self._opened = False  # so close() never writes a snapshot over unread state
+            frontier = self.frontier.journal if self.frontier is not None else None
+            for journal in (self._url_journal, self._content_journal, frontier):
+                if journal is not None:
+                    journal.close()
+            if self.confirm is not None:
+                self.confirm.close()
+                self.confirm = None
+            raise
+        logger.info(
+            "scrapy-neardup: state in %s: %d URLs, %d documents kept, %d duplicates",
+            directory,
+            len(self.urls),
+            len(self.dedup),
+            len(self.dedup.members),
+        )
+
+    def _load_urls(self, directory: Path) -> None:
+        snapshot = directory / URL_SNAPSHOT
+        if snapshot.exists():
+            try:
+                self.urls = ScalableBloomFilter.from_bytes(snapshot.read_bytes())
+            except StateError as exc:
+                raise StateError(str(exc), path=str(snapshot)) from None
+        self._open_confirm(directory)
+        self._url_journal = Journal(directory / URL_JOURNAL, self.config.flush_interval)
+        for key in self._url_journal.open():
+            self._record(key)
+
+    def _record(self, key: bytes) -> bool:
+        """Add to the Bloom filter and the confirming store; True if the Bloom had it."""
+        if self.confirm is not None:
+            self.confirm.add(key)
+        return self.urls.add(key)
+
+    def _open_confirm(self, directory: Path | None) -> None:
+        """The exact key store that confirms Bloom positives (NEARDUP_URL_CONFIRM).
+
+        Without a state directory it lives in a temporary file, removed at close. A state
+        directory whose Bloom filter predates its store cannot confirm the older URLs, so
+        confirming is then off for the crawl (logged): a positive is trusted as before.
+        """
+        if not (self.config.enabled and self.config.url_filter and self.config.url_confirm):
+            return
+        if directory is None:
+            handle, self._confirm_tmp = tempfile.mkstemp(prefix="neardup-urls-", suffix=".sqlite")
+            os.close(handle)
+            path = Path(self._confirm_tmp)
+        else:
+            path = directory / URL_CONFIRM
+        is_new = not path.exists() or path.stat().st_size == 0
+        store = FingerprintStore(path, self.config.flush_interval)
+        if is_new and len(self.urls):
+            logger.warning(
+                "scrapy-neardup: %s has %d URLs but no fingerprint store; Bloom positives "
+                "are not confirmed in this crawl",
+                directory,
+                len(self.urls),
+            )
+            store.close()
+            path.unlink(missing_ok=True)
+            return
+        self.confirm = store
+
+    def _load_content(self, directory: Path) -> None:
+        snapshot = directory / CONTENT_SNAPSHOT
+        if snapshot.exists():
+            try:
+                self.dedup.load_bytes(snapshot.read_bytes())
+            except StateError as exc:
+                raise StateError(str(exc), path=str(snapshot)) from None
+        self._content_journal = Journal(directory / CONTENT_JOURNAL, self.config.flush_interval)
+        recorder = ContentJournal(self._content_journal, self.dedup)
+        for payload in self._content_journal.open():
+            try:
+                recorder.replay(payload)
+            except (ValueError, struct.error, UnicodeDecodeError) as exc:
+                raise StateError(
+                    f"unreadable journal record: {exc}", path=str(self._content_journal.path)
+                ) from None
+        self.dedup.recorder = recorder
+
+    def _load_frontier(self, directory: Path) -> None:
+        """The requests still to crawl (see :mod:`scrapy_neardup.frontier`), and the order in
+        which the journals are made durable: content, then frontier, then URLs."""
+        assert self._url_journal is not None and self._content_journal is not None
+        journals = [self._url_journal, self._content_journal]
+        if self._frontier_wanted():
+            self.frontier = Frontier(directory, self.config.flush_interval, self.stats)
+            self.frontier.crawler = self.crawler
+            self.frontier.open()
+            for key in self.frontier.pending:
+                if not self._record(key):  # journaled as queued, lost as recorded
+                    self._url_journal.append(key)
+            journals.append(self.frontier.journal)
+            self.frontier.journal.before_sync = self._content_journal.sync
+            self._url_journal.before_sync = self.frontier.sync
+        else:
+            self._url_journal.before_sync = self._content_journal.sync
+        torn = sum(1 for journal in journals if journal.torn)
+        if torn:
+            self.inc("neardup/state/torn_journals", torn)
+
+    def sync(self) -> None:
+        for journal in (self._url_journal, self._content_journal):
+            if journal is not None:
+                journal.sync()
+        if self.confirm is not None:
+            self.confirm.commit()
+
+    def _close(self) -> None:
+        if self.confirm is not None:
+            if self.stats is not None:
+                self.stats.set_value(
+                    "neardup/urls/false_positives_total", self.confirm.counter("false_positives")
+                )
+            self.confirm.close()
+            self.confirm = None
+        if self._confirm_tmp is not None:
+            for suffix in ("", "-wal", "-shm"):
+                Path(self._confirm_tmp + suffix).unlink(missing_ok=True)
+        directory = self.config.state_dir
+        if directory is not None and self._opened:
+            write_snapshot(directory / URL_SNAPSHOT, self.urls.to_bytes())
+            write_snapshot(directory / CONTENT_SNAPSHOT, self.dedup.to_bytes())
+            for journal in (self._url_journal, self._content_journal):
+                if journal is not None:
+                    journal.reset()
+                    journal.close()
+            if self.frontier is not None:
+                self.frontier.close()
+        self.set_final_stats()
+
+    # -- URLs -----------------------------------------------------------------------------
+
+    def key_seen(self, key: bytes, on_new: Callable[[bytes], None] | None = None) -> bool:
+        if self.urls.add(key):
+            if self.confirm is None or key in self.confirm:
+                return True
+            # A Bloom false positive: without the store, a page nobody fetched was dropped.
+            self.inc("neardup/urls/false_positives")
+            self.confirm.count("false_positives")
+            if self.config.debug:
+                logger.debug("scrapy-neardup: Bloom false positive confirmed new: %s", key.hex())
+        if self.confirm is not None:
+            self.confirm.add(key)
+        if on_new is not None:
+            on_new(key)
+        if self._url_journal is not None:
+            self._url_journal.append(key)
+        self.inc("neardup/urls/recorded")
+        return False
+
+    def clear_urls(self) -> None:
+        config = self.config
+        self.urls = ScalableBloomFilter(config.bloom_capacity, config.bloom_error_rate)
+        if self.confirm is not None:
+            self.confirm.clear()
+        if self._url_journal is not None:
+            self._url_journal.reset()
+        if config.state_dir is not None and self._opened:
+            write_snapshot(config.state_dir / URL_SNAPSHOT, self.urls.to_bytes())

@@ -1,0 +1,251 @@
+"""Content indexes in Redis, shared by many crawler processes.
+
+**Atomic query-and-add (optimistic, never two keepers).** Verifying a candidate (Hamming
+distance, Jaccard estimate) is Python, so the check cannot run inside Redis. Instead one Lua
+script, :data:`_INDEX_LUA`, takes the lengths of the document's buckets that the client has
+already verified ("everything up to byte n of bucket b"). In one atomic step it compares them
+with the buckets' current lengths: if no bucket grew, nobody added a document that could
+match since the client looked, and the script adds the document to all its buckets; if some
+grew, it adds nothing and returns just the newcomers (ids past the client's lengths, with
+their signatures). The client verifies those, stops if one matches (a duplicate), else sends
+the new lengths and tries again. The first call passes no lengths (all zero), so a document
+whose buckets are empty costs one round trip. Two processes that see near-duplicates A and B
+at once: Redis runs their scripts one after the other; the first adds A, the second sees its
+buckets grew, gets A, verifies it and reports B as a duplicate. A bucket only ever grows
+(append-only), so "same length" means "same content"; a retry happens only when another
+writer made progress, so the loop ends. Nothing is locked, so a crawler that dies mid-way
+leaves nothing to clean up. Adding a key that is already indexed does nothing, which makes a
+call retried after a lost reply harmless.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from scrapy_neardup.algorithms.base import Verifier
+from scrapy_neardup.exceptions import StateError
+
+# ``redis`` through redis_client: without the package, that import says what to install.
+from scrapy_neardup.storage.redis_client import REDIS_ERRORS, key_base, redis
+
+_INDEX_LUA = """
+-- KEYS[1] docs hash, KEYS[2] ids hash, KEYS[3] id counter, KEYS[4..] the document's buckets
+-- ARGV[1] key, ARGV[2] packed document, ARGV[3] mode: add | query | force,
+-- ARGV[4] probe (0: every bucket), ARGV[5..] per bucket the length already verified
+-- (-1: not watched); absent on a first call, which watches every bucket (or the `probe`
+-- least filled ones) from its start.
+-- Returns {1} added, {2} key already indexed, or {0, lengths, newcomers' packed docs}.
+local nb = #KEYS - 3
+local mode = ARGV[3]
+if mode ~= 'query' and redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return {2} end
+local function add()
+  local id = redis.call('INCR', KEYS[3])
+  redis.call('HSET', KEYS[1], id, ARGV[2])
+  redis.call('HSET', KEYS[2], ARGV[1], id)
+  local packed = struct.pack('<I4', id)
+  for i = 1, nb do redis.call('APPEND', KEYS[3 + i], packed) end
+  return {1}
+end
+if mode == 'force' then return add() end
+local was = {}
+if #ARGV == 4 then
+  local probe = tonumber(ARGV[4])
+  for i = 1, nb do was[i] = 0 end
+  if probe > 0 and probe < nb then
+    local order, size = {}, {}
+    for i = 1, nb do order[i] = i; size[i] = redis.call('STRLEN', KEYS[3 + i]) end
+    table.sort(order, function(a, b)
+      if size[a] ~= size[b] then return size[a] < size[b] end
+      return a < b
+    end)
+    for r = probe + 1, nb do was[order[r]] = -1 end
+  end
+else
+  for i = 1, nb do was[i] = tonumber(ARGV[4 + i]) end
+end
+local fresh, have, lengths = {}, {}, {}
+for i = 1, nb do
+  if was[i] < 0 then
+    lengths[i] = -1
+  else
+    local len = redis.call('STRLEN', KEYS[3 + i])
+    lengths[i] = len
+    if len > was[i] then
+      local ids = redis.call('GETRANGE', KEYS[3 + i], was[i], len - 1)
+      for j = 1, #ids - 3, 4 do
+        local id = struct.unpack('<I4', ids, j)
+        if not have[id] then have[id] = true; fresh[#fresh + 1] = id end
+      end
+    end
+  end
+end
+if #fresh == 0 then
+  if mode == 'add' then return add() end
+  return {0, lengths, {}}
+end
+local docs = {}
+for s = 1, #fresh, 1000 do
+  local part = redis.call('HMGET', KEYS[1], unpack(fresh, s, math.min(s + 999, #fresh)))
+  for _, d in ipairs(part) do docs[#docs + 1] = d end
+end
+return {0, lengths, docs}
+"""
+
+
+def _pack_doc(key: str, signature: bytes) -> bytes:
+    encoded = key.encode("utf-8", "surrogatepass")
+    return struct.pack("<I", len(encoded)) + encoded + signature
+
+
+def _unpack_doc(data: bytes) -> tuple[str, bytes]:
+    (length,) = struct.unpack_from("<I", data)
+    if 4 + length > len(data):
+        raise StateError("corrupt document record in Redis")
+    return data[4 : 4 + length].decode("utf-8", "surrogatepass"), data[4 + length :]
+
+
+class RedisBucketStore:
+    """A :class:`~scrapy_neardup.algorithms.base.BucketStore` in Redis, safe for many writers.
+
+    ``codec`` is the method (its ``encode``/``decode``); nothing else of it is used. See the
+    module docstring for the keys and for why :meth:`query_and_add` never lets two processes
+    both keep a near-duplicate pair.
+    """
+
+    def __init__(self, client: redis.Redis, prefix: str, name: str, codec: Any) -> None:
+        self.client = client
+        self.codec = codec
+        self.base = f"{key_base(prefix)}:{name}"
+        self._docs, self._ids, self._seq = (f"{self.base}:{n}" for n in ("docs", "ids", "seq"))
+        self._script = client.register_script(_INDEX_LUA)
+        #: Script calls made (for tests and benchmarks: round trips of the index).
+        self.calls = 0
+
+    def _keys(self, buckets: Sequence[int]) -> list[str]:
+        return [self._docs, self._ids, self._seq] + [
+            f"{self.base}:b:{b:x}" for b in dict.fromkeys(buckets)
+        ]
+
+    def _run(self, keys: list[str], key: str, doc: bytes, mode: str, probe: int, lengths=()):
+        self.calls += 1
+        return self._script(keys=keys, args=[key, doc, mode, probe, *lengths])
+
+    def _search(
+        self,
+        key: str,
+        signature: Any,
+        buckets: list[int],
+        verify: Verifier,
+        probe: int | None,
+        mode: str,
+    ) -> list[tuple[str, float]]:
+        keys = self._keys(buckets)
+        doc = _pack_doc(key, self.codec.encode(signature)) if mode == "add" else b""
+        lengths: list[int] = []
+        checked: set[str] = set()
+        while True:
+            reply = self._run(keys, key, doc, mode, probe or 0, lengths)
+            if reply[0] != 0:
+                return []  # added, or the key was already indexed
+            lengths = [int(n) for n in reply[1]]
+            matches: list[tuple[str, float]] = []
+            for packed in reply[2]:
+                if packed is None:
+                    continue
+                other, data = _unpack_doc(packed)
+                if other in checked or other == key:
+                    continue
+                checked.add(other)
+                similarity = verify(self.codec.decode(data))
+                if similarity is not None:
+                    matches.append((other, similarity))
+            if matches or mode == "query":
+                return matches
+            # Newcomers, none matching: try to add again, now watching from the new lengths.
+
+    def query_and_add(
+        self,
+        key: str,
+        signature: Any,
+        buckets: list[int],
+        verify: Verifier,
+        probe: int | None = None,
+    ) -> list[tuple[str, float]]:
+        return self._search(key, signature, buckets, verify, probe, "add")
+
+    def query(
+        self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None
+    ) -> list[tuple[str, float]]:
+        return self._search("", signature, buckets, verify, probe, "query")
+
+    def add(self, key: str, signature: Any, buckets: list[int]) -> None:
+        doc = _pack_doc(key, self.codec.encode(signature))
+        self._run(self._keys(buckets), key, doc, "force", 0)
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        for _, packed in self.client.hscan_iter(self._docs, count=1000):
+            key, data = _unpack_doc(packed)
+            yield key, self.codec.decode(data)
+
+    def __contains__(self, key: str) -> bool:
+        """Whether ``key`` is indexed; False when Redis cannot be asked (it only serves to
+        make item keys unique, and the state reports the outage on its next real call)."""
+        try:
+            return bool(self.client.hexists(self._ids, key))
+        except REDIS_ERRORS:
+            return False
+
+    def __len__(self) -> int:
+        return int(self.client.hlen(self._ids))
+
+
+class RedisRecorder:
+    """Records cluster membership in Redis, for ``scrapy neardup-stats --redis-url``.
+
+    Kept documents need no record: the exact index holds every one of them.
+    """
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self.client = client
+        self.members = f"{key_base(prefix)}:members"
+        self.counts = f"{key_base(prefix)}:counts"
+
+    def head(self, key: str, signed: Any) -> None:
+        pass
+
+    def member(self, member: Any) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(
+            self.members, member.key, pack_member(member.head, member.method, member.similarity)
+        )
+        pipe.hincrby(self.counts, f"duplicates/{member.method}", 1)
+        pipe.execute()
+
+
+def pack_member(head: str, method: str, similarity: float) -> bytes:
+    h, m = head.encode("utf-8", "surrogatepass"), method.encode()
+    return (
+        struct.pack("<I", len(h))
+        + h
+        + struct.pack("<I", len(m))
+        + m
+        + struct.pack("<d", similarity)
+    )
+
+
+def unpack_member(data: bytes) -> tuple[str, str, float]:
+    (n,) = struct.unpack_from("<I", data)
+    head = data[4 : 4 + n].decode("utf-8", "surrogatepass")
+    pos = 4 + n
+    (n,) = struct.unpack_from("<I", data, pos)
+    method = data[pos + 4 : pos + 4 + n].decode()
+    (similarity,) = struct.unpack_from("<d", data, pos + 4 + n)
+    return head, method, similarity
+
+
+def members(client: redis.Redis, prefix: str) -> Iterable[tuple[str, str, str, float]]:
+    """(duplicate, head, method, similarity) of every recorded duplicate."""
+    for key, packed in client.hscan_iter(f"{key_base(prefix)}:members", count=1000):
+        yield (key.decode("utf-8", "surrogatepass"), *unpack_member(packed))

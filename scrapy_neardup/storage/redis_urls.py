@@ -1,0 +1,395 @@
+"""URL filters in Redis, shared by many crawler processes.
+
+**URL filter.** A scalable Bloom filter like :class:`scrapy_neardup.urls.ScalableBloomFilter`
+(stage j holds ``capacity * growth**j`` URLs at ``error_rate * (1 - tightening) *
+tightening**j``), its bits in Redis bitmaps of at most :data:`CHUNK_BITS` bits per key (far
+from Redis's 512 MB string limit). The client computes the bit positions of every stage
+(double hashing of the 128-bit URL fingerprint); :data:`_BLOOM_LUA` tests and sets a batch of
+URLs atomically in one EVALSHA and starts a new stage when the newest is full. With the
+RedisBloom module loaded (``MODULE LIST`` shows ``bf``), ``BF.ADD``/``BF.MADD`` are used instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+# ``redis`` through redis_client: without the package, that import says what to install.
+from scrapy_neardup.storage.redis_client import key_base, redis, scan_pattern
+from scrapy_neardup.urls import _MAX_STAGE_RATE, _bloom_size
+
+#: Bits per bitmap key: 2**29 bits = 64 MiB, an eighth of Redis's 512 MB string limit.
+CHUNK_BITS = 1 << 29
+#: URLs per EVALSHA of the Bloom script (Redis serves nobody else while a script runs).
+BLOOM_BATCH = 1000
+
+_BLOOM_LUA = """
+-- KEYS[1] the filter's hash (stages, count, count:<j>)
+-- ARGV[1] bitmap key prefix, ARGV[2] bits per bitmap key, ARGV[3] S: stages described,
+-- then S triples (capacity, k, bits), then for each URL the k positions of each of the S
+-- stages. A stage's bitmaps are allocated whole when it starts (setting their last bit to 0),
+-- as growing a string bit by bit lets Redis over-allocate it up to twice.
+-- Tests and sets each URL in turn; stops early if a new stage is needed that the client did
+-- not describe. Returns {stages, {1 = seen before | 0 = added, ...}, count of the newest}.
+local h, prefix, chunk, S = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local cap, k, bits, a, per_url = {}, {}, {}, 4, 0
+for j = 0, S - 1 do
+  cap[j] = tonumber(ARGV[a]); k[j] = tonumber(ARGV[a + 1]); bits[j] = tonumber(ARGV[a + 2])
+  a = a + 3
+  per_url = per_url + k[j]
+end
+local n = (#ARGV - a + 1) / per_url
+local function allocate(j)
+  local c = 0
+  while c * chunk < bits[j] do
+    local key = prefix .. j .. ':' .. c
+    if redis.call('EXISTS', key) == 0 then
+      redis.call('SETBIT', key, math.min(chunk, bits[j] - c * chunk) - 1, 0)
+    end
+    c = c + 1
+  end
+end
+local raw = redis.call('HGET', h, 'stages')
+if not raw then
+  allocate(0)
+  redis.call('HSET', h, 'stages', 1)
+end
+local stages = tonumber(raw or '1')
+local cur = stages - 1
+local count = tonumber(redis.call('HGET', h, 'count:' .. cur) or '0')
+local out = {}
+local function key_of(j, p)
+  local c = math.floor(p / chunk)
+  return prefix .. j .. ':' .. c, p - c * chunk
+end
+for u = 0, n - 1 do
+  if stages > S then break end
+  local pos, start, seen = a + u * per_url, {}, false
+  for j = 0, S - 1 do
+    start[j] = pos
+    if j < stages and not seen then
+      seen = true
+      for i = 0, k[j] - 1 do
+        local key, off = key_of(j, tonumber(ARGV[pos + i]))
+        if redis.call('GETBIT', key, off) == 0 then seen = false; break end
+      end
+    end
+    pos = pos + k[j]
+  end
+  if seen then
+    out[#out + 1] = 1
+  else
+    if count >= cap[cur] then
+      if stages >= S then break end
+      stages, cur, count = stages + 1, cur + 1, 0
+      allocate(cur)
+      redis.call('HSET', h, 'stages', stages)
+    end
+    local sets, order = {}, {}  -- one BITFIELD per bitmap key, not one SETBIT per bit
+    for i = 0, k[cur] - 1 do
+      local key, off = key_of(cur, tonumber(ARGV[start[cur] + i]))
+      if not sets[key] then sets[key] = {}; order[#order + 1] = key end
+      local ops = sets[key]
+      ops[#ops + 1] = 'SET'; ops[#ops + 1] = 'u1'; ops[#ops + 1] = off; ops[#ops + 1] = 1
+    end
+    for _, key in ipairs(order) do redis.call('BITFIELD', key, unpack(sets[key])) end
+    count = count + 1
+    redis.call('HSET', h, 'count:' .. cur, count)
+    redis.call('HINCRBY', h, 'count', 1)
+    out[#out + 1] = 0
+  end
+end
+return {stages, out, count}
+"""
+
+
+def stage_params(
+    capacity: int, error_rate: float, stage: int, growth: int = 2, tightening: float = 0.5
+) -> tuple[int, int, int]:
+    """(capacity, bits, hash functions) of a stage, as ScalableBloomFilter sizes its stages."""
+    cap = capacity * growth**stage
+    rate = min(error_rate * (1.0 - tightening) * tightening**stage, _MAX_STAGE_RATE)
+    bits, k = _bloom_size(cap, rate)
+    return cap, max(64, math.ceil(bits)), max(1, k)
+
+
+class RedisBloomFilter:
+    """Scalable Bloom filter in Redis bitmaps; ``add`` is an atomic test-and-set.
+
+    Its client must not retry a call on its own (``connect(..., retries=0)``): a script run
+    twice, because its reply was lost, would report a URL it just added as seen, and the URL
+    would never be crawled. A failed call is reported to the caller instead.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str,
+        capacity: int,
+        error_rate: float,
+        *,
+        growth: int = 2,
+        tightening: float = 0.5,
+        chunk_bits: int = CHUNK_BITS,
+    ) -> None:
+        self.client = client
+        self.capacity, self.error_rate = capacity, float(error_rate)
+        self.growth, self.tightening = growth, tightening
+        self.chunk_bits = chunk_bits
+        self.hash_key = f"{key_base(prefix)}:urls"
+        self.bitmap_prefix = f"{key_base(prefix)}:urls:"
+        self._script = client.register_script(_BLOOM_LUA)
+        self._stages: list[tuple[int, int, int]] = []
+        self._known = 1  # stages the client last heard of
+        self._known_count = 0  # and the newest one's count
+        self.calls = 0
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "impl": "bitmaps",
+            "capacity": self.capacity,
+            "error_rate": self.error_rate,
+            "growth": self.growth,
+            "tightening": self.tightening,
+            "chunk_bits": self.chunk_bits,
+            "hash": "xxh3_128 double hashing",
+        }
+
+    def _stage(self, j: int) -> tuple[int, int, int]:
+        while len(self._stages) <= j:
+            self._stages.append(
+                stage_params(
+                    self.capacity, self.error_rate, len(self._stages), self.growth, self.tightening
+                )
+            )
+        return self._stages[j]
+
+    def _positions(self, fingerprint: bytes, stages: int) -> list[int]:
+        h1 = int.from_bytes(fingerprint[:8], "little")
+        h2 = int.from_bytes(fingerprint[8:16], "little") | 1
+        out: list[int] = []
+        for j in range(stages):
+            _, bits, k = self._stage(j)
+            out.extend((h1 + i * h2) % bits for i in range(k))
+        return out
+
+    def add(self, fingerprint: bytes) -> bool:
+        """Test and set: True if ``fingerprint`` was (probably) there already, else add it."""
+        return self.add_many([fingerprint])[0]
+
+    def add_many(self, fingerprints: Sequence[bytes]) -> list[bool]:
+        """Test and set many in as few round trips as possible (one per BLOOM_BATCH)."""
+        out: list[bool] = []
+        todo = list(fingerprints)
+        while todo:
+            batch = todo[:BLOOM_BATCH]
+            # The next stage is described too when this batch may fill the newest one (other
+            # writers may fill it first: then the script stops early and the rest is resent).
+            full = self._known_count + len(batch) >= self._stage(self._known - 1)[0]
+            stages = self._known + full
+            args: list[Any] = [self.bitmap_prefix, self.chunk_bits, stages]
+            for j in range(stages):
+                cap, bits, k = self._stage(j)
+                args += [cap, k, bits]
+            for fp in batch:
+                args += self._positions(fp, stages)
+            self.calls += 1
+            known, results, count = self._script(keys=[self.hash_key], args=args)
+            self._known, self._known_count = int(known), int(count)
+            out += [bool(r) for r in results]
+            todo = todo[len(results) :]
+        return out
+
+    def __contains__(self, fingerprint: bytes) -> bool:
+        stages = self.stages
+        pipe = self.client.pipeline(transaction=False)
+        positions = self._positions(fingerprint, stages)
+        i = 0
+        for j in range(stages):
+            for _ in range(self._stage(j)[2]):
+                p = positions[i]
+                pipe.getbit(f"{self.bitmap_prefix}{j}:{p // self.chunk_bits}", p % self.chunk_bits)
+                i += 1
+        bits = pipe.execute()
+        i = 0
+        for j in range(stages):
+            k = self._stage(j)[2]
+            if all(bits[i : i + k]):
+                return True
+            i += k
+        return False
+
+    def _counts(self) -> dict[str, int]:
+        return {k.decode(): int(v) for k, v in self.client.hgetall(self.hash_key).items()}
+
+    @property
+    def stages(self) -> int:
+        return self._counts().get("stages", 1)
+
+    def __len__(self) -> int:
+        return self._counts().get("count", 0)
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Bytes the bitmaps take when full (Redis allocates a bitmap up to its highest bit)."""
+        return sum(self._stage(j)[1] for j in range(self.stages)) // 8
+
+    def info(self) -> dict[str, Any]:
+        counts = self._counts()
+        stages = counts.get("stages", 1)
+        miss, fill = 1.0, 0.0
+        for j in range(stages):
+            _, bits, k = self._stage(j)
+            fill = -math.expm1(-k * counts.get(f"count:{j}", 0) / bits)
+            miss *= 1.0 - fill**k
+        size = sum(self._stage(j)[1] for j in range(stages)) // 8
+        return {
+            "impl": "bitmaps",
+            "seen": counts.get("count", 0),
+            "bloom_bytes": size,
+            "stages": stages,
+            "fill_ratio": fill,
+            "expected_false_positive_rate": 1.0 - miss,
+        }
+
+
+class RedisBloomModuleFilter:
+    """The same filter on RedisBloom's ``BF.*`` commands, when the server has the module.
+
+    ``BF.ADD`` is itself an atomic test-and-set, and RedisBloom grows by stages (EXPANSION).
+    Not exercised by the tests: the Debian ``redis-server`` has no modules.
+    """
+
+    def __init__(
+        self, client: redis.Redis, prefix: str, capacity: int, error_rate: float, growth: int = 2
+    ) -> None:
+        self.client = client
+        self.key = f"{key_base(prefix)}:urls:bf"
+        self.capacity, self.error_rate, self.growth = capacity, float(error_rate), growth
+        self.calls = 0
+        self._reserved = False
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "impl": "redisbloom",
+            "capacity": self.capacity,
+            "error_rate": self.error_rate,
+            "growth": self.growth,
+        }
+
+    def _reserve(self) -> None:
+        if self._reserved:
+            return
+        try:
+            self.client.execute_command(
+                "BF.RESERVE", self.key, self.error_rate, self.capacity, "EXPANSION", self.growth
+            )
+        except redis.exceptions.ResponseError as exc:
+            if "exists" not in str(exc).lower():
+                raise
+        self._reserved = True
+
+    def add(self, fingerprint: bytes) -> bool:
+        self._reserve()
+        self.calls += 1
+        return not self.client.execute_command("BF.ADD", self.key, fingerprint)
+
+    def add_many(self, fingerprints: Sequence[bytes]) -> list[bool]:
+        self._reserve()
+        out: list[bool] = []
+        for start in range(0, len(fingerprints), BLOOM_BATCH):
+            self.calls += 1
+            added = self.client.execute_command(
+                "BF.MADD", self.key, *fingerprints[start : start + BLOOM_BATCH]
+            )
+            out += [not a for a in added]
+        return out
+
+    def __contains__(self, fingerprint: bytes) -> bool:
+        return bool(self.client.execute_command("BF.EXISTS", self.key, fingerprint))
+
+    def _bf_info(self) -> dict[str, int]:
+        try:
+            raw = self.client.execute_command("BF.INFO", self.key)
+        except redis.exceptions.ResponseError:
+            return {}
+        pairs = dict(zip(raw[::2], raw[1::2], strict=True)) if isinstance(raw, list) else dict(raw)
+        return {(k.decode() if isinstance(k, bytes) else str(k)): v for k, v in pairs.items()}
+
+    def __len__(self) -> int:
+        return int(self._bf_info().get("Number of items inserted", 0))
+
+    @property
+    def stages(self) -> int:
+        return int(self._bf_info().get("Number of filters", 1))
+
+    @property
+    def size_in_bytes(self) -> int:
+        return int(self._bf_info().get("Size", 0))
+
+    def info(self) -> dict[str, Any]:
+        info = self._bf_info()
+        return {
+            "impl": "redisbloom",
+            "seen": int(info.get("Number of items inserted", 0)),
+            "bloom_bytes": int(info.get("Size", 0)),
+            "stages": int(info.get("Number of filters", 1)),
+            "fill_ratio": None,
+            "expected_false_positive_rate": None,
+        }
+
+
+def has_bloom_module(client: redis.Redis) -> bool:
+    """Whether the server has RedisBloom loaded (False when MODULE LIST is not allowed)."""
+    try:
+        modules = client.execute_command("MODULE LIST")
+    except redis.exceptions.ResponseError:
+        return False
+    for module in modules or ():
+        fields = (
+            module
+            if isinstance(module, dict)
+            else dict(zip(module[::2], module[1::2], strict=True))
+        )
+        name = fields.get(b"name", fields.get("name", b""))
+        if (name.decode() if isinstance(name, bytes) else str(name)).lower() in (
+            "bf",
+            "redisbloom",
+        ):
+            return True
+    return False
+
+
+def url_filter(
+    client: redis.Redis,
+    prefix: str,
+    capacity: int,
+    error_rate: float,
+    *,
+    use_module: bool | None = None,
+) -> RedisBloomFilter | RedisBloomModuleFilter:
+    """The crawl's URL filter: the one its meta names, else RedisBloom if loaded, else bitmaps."""
+    recorded = client.hget(f"{key_base(prefix)}:meta", "urls")
+    if use_module is None:
+        if recorded is not None:
+            use_module = json.loads(recorded).get("impl") == "redisbloom"
+        else:
+            use_module = has_bloom_module(client)
+    if use_module:
+        return RedisBloomModuleFilter(client, prefix, capacity, error_rate)
+    return RedisBloomFilter(client, prefix, capacity, error_rate)
+
+
+def clear_url_filter(client: redis.Redis, prefix: str) -> int:
+    """Delete the crawl's URL filter (every stage and bitmap, or the RedisBloom key) and its
+    recorded parameters; the content indexes stay. Returns the number of keys deleted."""
+    base = key_base(prefix)
+    pattern = scan_pattern(prefix).removesuffix("*") + "urls:*"
+    keys = [base + ":urls", *client.scan_iter(match=pattern, count=1000)]
+    deleted = 0
+    for start in range(0, len(keys), 500):
+        deleted += client.unlink(*keys[start : start + 500])
+    client.hdel(f"{base}:meta", "urls")
+    return deleted
