@@ -6,6 +6,7 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
+from scrapy_neardup.config import bool_setting, enabled
 from scrapy_neardup.dupefilter import NearDupDupeFilter
 from scrapy_neardup.middlewares import FrontierMiddleware, PageTextMiddleware, UrlFilterMiddleware
 from scrapy_neardup.pipeline import NearDupPipeline
@@ -29,9 +30,9 @@ class Addon:
     """
 
     def update_settings(self, settings: BaseSettings) -> None:
-        if not settings.getbool("NEARDUP_ENABLED", True):
+        if not enabled(settings):
             return
-        url_filter = settings.getbool("NEARDUP_URL_FILTER", True)
+        url_filter = bool_setting(settings, "NEARDUP_URL_FILTER", True)
         if url_filter and settings.get("DUPEFILTER_CLASS") in (
             SCRAPY_DEFAULT_DUPEFILTER,
             _path(NearDupDupeFilter),

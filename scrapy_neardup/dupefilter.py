@@ -40,9 +40,10 @@ class NearDupDupeFilter(RFPDupeFilter):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupDupeFilter:
         settings = crawler.settings
-        debug = settings.getbool("DUPEFILTER_DEBUG") or settings.getbool("NEARDUP_DEBUG")
+        state = NearDupState.from_crawler(crawler)
+        debug = settings.getbool("DUPEFILTER_DEBUG") or state.config.debug
         return cls(
-            NearDupState.from_crawler(crawler),
+            state,
             debug,
             fingerprinter=crawler.request_fingerprinter,
         )
@@ -60,8 +61,8 @@ class NearDupDupeFilter(RFPDupeFilter):
         from scrapy_neardup.config import NearDupConfig
         from scrapy_neardup.state import make_state
 
-        debug = settings.getbool("DUPEFILTER_DEBUG") or settings.getbool("NEARDUP_DEBUG")
-        return cls(make_state(NearDupConfig.from_settings(settings)), debug)
+        config = NearDupConfig.from_settings(settings)
+        return cls(make_state(config), settings.getbool("DUPEFILTER_DEBUG") or config.debug)
 
     def open(self) -> None:
         self.state.attach(self)

@@ -171,9 +171,10 @@ class NearDupPipeline:
 
 
 def _page_text_enabled(crawler: Crawler) -> bool:
+    from scrapy_neardup.config import bool_setting
     from scrapy_neardup.middlewares import PageTextMiddleware, component_enabled
 
     settings = crawler.settings
-    return settings.getbool("NEARDUP_EXTRACT", True) and component_enabled(
+    return bool_setting(settings, "NEARDUP_EXTRACT", True) and component_enabled(
         settings, "SPIDER_MIDDLEWARES", PageTextMiddleware
     )
