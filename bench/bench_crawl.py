@@ -20,7 +20,6 @@ the reactor never stalls for more than 100 ms (a 5 ms LoopingCall measures the l
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import subprocess
@@ -35,15 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.common import DATA, serve_pages  # noqa: E402
+from bench.common import serve_pages  # noqa: E402
+from corpus.sources import article_html, chinese_pages, ground_truth, have_data  # noqa: E402
 
 
 def load_pages() -> list[bytes]:
-    pages = [
-        gzip.decompress(p.read_bytes())
-        for p in sorted((DATA / "article-extraction-benchmark" / "html").glob("*.html.gz"))
-    ]
-    pages += [p.read_bytes() for p in sorted((DATA / "gne-chinese-news" / "html").glob("*/*.html"))]
+    pages = [article_html(key) for key in ground_truth()]
+    pages += [path.read_bytes() for path in chinese_pages().values()]
     return pages
 
 
@@ -183,7 +180,7 @@ def extraction_alone(fn: Callable[[bytes], int], bodies: list[bytes], workers: i
 
 
 def run(quick: bool = False, copies: int | None = None) -> dict:
-    if not (DATA / "article-extraction-benchmark").is_dir():
+    if not have_data("en"):
         print("bench_crawl: ../shared/data not found; skipped (it needs real pages)")
         return {}
     pages = load_pages()

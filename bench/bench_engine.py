@@ -37,13 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.common import (  # noqa: E402
-    load_article_bodies,
-    make_documents,
-    print_table,
-    rss_bytes,
-    sentence_pool,
-)
+from bench.common import print_table, rss_bytes  # noqa: E402
+from corpus import load_article_bodies, make_documents, sentence_pool  # noqa: E402
 from scrapy_neardup.algorithms import make_method  # noqa: E402
 from scrapy_neardup.engine import Deduplicator, Index  # noqa: E402
 from scrapy_neardup.storage.memory import MemoryBucketStore  # noqa: E402

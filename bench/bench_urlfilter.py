@@ -44,7 +44,7 @@ from scrapy import Request  # noqa: E402
 from scrapy.dupefilters import RFPDupeFilter  # noqa: E402
 from scrapy.utils.test import get_crawler  # noqa: E402
 
-from bench.common import load_article_urls  # noqa: E402
+from corpus import load_article_urls  # noqa: E402
 from scrapy_neardup.exceptions import InvalidURL  # noqa: E402
 from scrapy_neardup.storage.fingerprints import FingerprintStore  # noqa: E402
 from scrapy_neardup.urls import ScalableBloomFilter, canonical_url, url_fingerprint  # noqa: E402

@@ -1,7 +1,7 @@
 """The engine: recall and precision of every backend on corpora with known near-duplicates,
 cluster bookkeeping, the short-text fallback, and saved state.
 
-Recall and precision are measured on three corpora built by ``tests/corpus.py``: the real
+Recall and precision are measured on three corpora built by ``corpus/text.py``: the real
 English article bodies and the real Chinese news pages from ``../shared/data`` (skipped where
 that is absent), and a synthetic corpus generated in code (always run). Run this file as a
 script (``PYTHONPATH=. python tests/test_engine.py``) to print the measured table that the
@@ -17,9 +17,9 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-import corpus as C
 import pytest
 
+import corpus as C
 from scrapy_neardup.engine import MAGIC, Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.text import Document

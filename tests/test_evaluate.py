@@ -1,4 +1,4 @@
-"""The accuracy evaluation (bench/evaluate.py): corpus generation and scoring on a subset."""
+"""The accuracy evaluation (evaluation/evaluate.py): corpus generation and scoring on a subset."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import eval_corpus as ec  # noqa: E402
-from bench.eval_scoring import Config, Scorer  # noqa: E402
+from corpus import html as ec  # noqa: E402
+from corpus import sources  # noqa: E402
+from evaluation.scoring import Config, Scorer  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
-    not ec.have_data("en"),
-    reason=f"real pages absent: {ec.AEB} (see ../shared/data/README.md)",
+    not sources.have_data("en"),
+    reason=f"real pages absent: {sources.AEB} (see ../shared/data/README.md)",
 )
 
 FAMILIES = 6

@@ -5,11 +5,11 @@ themselves live in this project's storage so that a query-then-add is atomic the
 own storages are not, and its Redis storage pickles). Candidates from the bands are verified by
 the estimated Jaccard similarity before they count as matches.
 
-The threshold (0.4 on word 3-shingles) comes from ``bench/evaluate.py`` on real pages as the
+The threshold (0.4 on word 3-shingles) comes from ``evaluation/evaluate.py`` on real pages as the
 plugin sees them, after trafilatura: extraction adds a different related-stories block or
 comment prompt in every template, which pulls copies of one article down to Jaccard 0.4-0.6.
 Against 0.5, it lifts recall on 1%/5%/10%-edited reprints from 0.94/0.90/0.74 to
-0.97/0.95/0.89 at the same precision (0.995, ``bench/ACCURACY.md``). Lower thresholds and word
+0.97/0.95/0.89 at the same precision (0.995, ``evaluation/ACCURACY.md``). Lower thresholds and word
 2-shingles caught a little more, but short articles wrapped in one site's heavy boilerplate
 (text given without extraction) reach Jaccard 0.36 on 3-shingles and 0.46 on 2-shingles: a
 false drop is lost data.
@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 import xxhash
-from datasketch import MinHash, MinHashLSH
 
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
 _SCHEME = "affine32"
+_DEFAULT_WEIGHTS = (0.3, 0.7)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _EMPTY = np.uint32(0xFFFFFFFF)
 # MurmurHash3's 32-bit finaliser, which datasketch applies to every input of an affine scheme.
@@ -56,7 +56,7 @@ class MinHashMethod:
         num_perm: int = 128,
         shingles: str | ShingleSpec = "word:3",
         bands: tuple[int, int] | None = None,
-        weights: tuple[float, float] = (0.3, 0.7),
+        weights: tuple[float, float] = _DEFAULT_WEIGHTS,
         seed: int = 1,
     ) -> None:
         if not 0.0 < threshold <= 1.0:
@@ -67,12 +67,31 @@ class MinHashMethod:
         self.num_perm = num_perm
         self.shingles = ShingleSpec.parse(shingles)
         self.seed = seed
-        lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, weights=weights, params=bands)
-        self.bands, self.rows = lsh.b, lsh.r
-        self._ranges = lsh.hashranges
-        # Permutations are drawn once; datasketch would redraw them for every MinHash.
-        a, b = MinHash(num_perm=num_perm, seed=seed, scheme=_SCHEME).permutations
-        self._a, self._b = a.astype(np.uint32), b.astype(np.uint32)
+        self._lsh_args = {"weights": tuple(weights), "params": bands}
+        self._banding: tuple[int, int, list[tuple[int, int]], np.ndarray, np.ndarray] | None = None
+        if tuple(weights) != _DEFAULT_WEIGHTS or bands is not None or threshold > 0.9:
+            self._bands()  # parameters datasketch may refuse: asked now, at start
+
+    def _bands(self) -> tuple[int, int, list[tuple[int, int]], np.ndarray, np.ndarray]:
+        """datasketch's bands (``MinHashLSH``) and permutations (``MinHash``), made on first use:
+        importing datasketch imports scipy (about 50 MB), which a crawl that never checks a
+        page should not pay for. Parameters other than the defaults are checked at once."""
+        if self._banding is None:
+            from datasketch import MinHash, MinHashLSH
+
+            lsh = MinHashLSH(threshold=self.threshold, num_perm=self.num_perm, **self._lsh_args)
+            # Permutations are drawn once; datasketch would redraw them for every MinHash.
+            a, b = MinHash(num_perm=self.num_perm, seed=self.seed, scheme=_SCHEME).permutations
+            self._banding = (lsh.b, lsh.r, lsh.hashranges, a.astype(np.uint32), b.astype(np.uint32))
+        return self._banding
+
+    @property
+    def bands(self) -> int:
+        return self._bands()[0]
+
+    @property
+    def rows(self) -> int:
+        return self._bands()[1]
 
     def params(self) -> dict[str, Any]:
         return {
@@ -92,16 +111,17 @@ class MinHashMethod:
         shingles = doc.shingles(self.shingles)
         if len(shingles) == 0:
             return np.full(self.num_perm, _EMPTY, dtype=np.uint32)
+        a, b = self._bands()[3:]
         mixed = _fmix32((shingles & _LOW32).astype(np.uint32))
         # Multiplication and addition wrap modulo 2**32, which is the affine32 permutation.
-        permuted = np.multiply.outer(mixed, self._a)
-        permuted += self._b
+        permuted = np.multiply.outer(mixed, a)
+        permuted += b
         return permuted.min(axis=0)
 
     def bucket_keys(self, signature: np.ndarray) -> list[int]:
         return [
             xxhash.xxh3_64_intdigest(signature[start:end].tobytes(), seed=band)
-            for band, (start, end) in enumerate(self._ranges)
+            for band, (start, end) in enumerate(self._bands()[2])
         ]
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:

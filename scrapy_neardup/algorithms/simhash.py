@@ -15,7 +15,7 @@ What k=3 of 64 bits catches: the expected Hamming distance of two SimHashes is 6
 for the angle theta between their feature vectors, so k=3 needs a cosine similarity of about
 0.99: copies, template moves and light edits, not 5% rewrites (use ``minhash`` for those).
 Word bigrams are the default feature. Weighted single words caught more moved articles on
-real pages after extraction (0.67 against 0.44 at k=3, ``bench/ACCURACY.md``), but function
+real pages after extraction (0.67 against 0.44 at k=3, ``evaluation/ACCURACY.md``), but function
 words dominate their fingerprints: on a generated corpus of unrelated texts drawn from one
 vocabulary, hundreds of pairs came within 3 bits, and a false drop is lost data where a missed
 near-duplicate is only a wasted item. k=5 began matching articles that only share a topic.

@@ -1,9 +1,9 @@
 """The evaluation corpus crawled as a user would: a plain spider, the plugin on its defaults.
 
-    python bench/evaluate_crawl.py [--lang en,zh] [--seed 0]
+    python evaluation/evaluate_crawl.py [--lang en,zh] [--seed 0]
 
-``bench/evaluate.py`` scores the engine on extracted text, pair by pair. This runs the whole
-plugin instead: every document of the corpus (``bench/eval_corpus.py``: real pages, their
+``evaluation/evaluate.py`` scores the engine on extracted text, pair by pair. This runs the whole
+plugin instead: every document of the corpus (``corpus/html.py``: real pages, their
 copies under other URLs and templates, partial copies and reprints) is served as HTML on
 loopback, an index page links them all in a shuffled order, and ``scrapy runspider`` crawls
 it with a spider that knows nothing of the plugin (it yields ``{"url", "title"}``), the plugin
@@ -33,30 +33,20 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import serve_pages  # noqa: E402
-from bench.eval_corpus import (  # noqa: E402
+from corpus.html import (  # noqa: E402
     Doc,
-    extract,
     fill_from_extraction,
-    have_data,
-    load_chinese,
-    load_english,
-    make_family,
+    load_originals,
+    make_families,
     same_articles,
     templates_of,
     vocabulary_of,
 )
+from corpus.sources import have_data  # noqa: E402
+from evaluation import scoring  # noqa: E402
 
-TARGET_KINDS = {
-    "original",
-    "full-layout",
-    "full-content",
-    "partial:add",
-    "partial:drop",
-    "partial:reorder",
-    "partial:lead-ads",
-    "reprint:1%",
-    "reprint:5%",
-}
+# The documents the targets call duplicates (every kind up to 5 % reprints), and the originals.
+TARGET_KINDS = {"original", *scoring.TARGET_KINDS}
 
 SPIDER = """
 import json
@@ -100,18 +90,10 @@ class PlainSpider(scrapy.Spider):
 
 def corpus_pages(lang: str, seed: int) -> tuple[list[Doc], list[bytes], list[int]]:
     """Every document of the corpus with its HTML, and each family's article id."""
-    originals = load_english() if lang == "en" else load_chinese()
-    if lang == "zh":
-        fill_from_extraction(originals)
-    else:
-        for o in originals:
-            o.title = extract(o.html, o.url, None)[1]
+    originals = load_originals(lang)
+    fill_from_extraction(originals)
     templates, vocabulary = templates_of(originals), vocabulary_of(originals)
-    docs = [
-        d
-        for family in range(len(originals))
-        for d in make_family(family, originals, seed, vocabulary, False, templates)
-    ]
+    docs = make_families(originals, seed, vocabulary, templates, do_extract=False)
     html = [d.extra.pop("html_bytes") for d in docs]
     article = same_articles(["\n".join(o.paragraphs) for o in originals])
     return docs, html, article

@@ -1,20 +1,20 @@
 """Accuracy of every backend on real pages: a labelled corpus, tables, and a small report.
 
-    python bench/evaluate.py [--quick] [--out DIR] [--lang en,zh] [--no-grid] [--workers N]
+    python evaluation/evaluate.py [--quick] [--out DIR] [--lang en,zh] [--no-grid] [--workers N]
 
-The corpus (``bench/eval_corpus.py``) turns the 181 hand-annotated pages of
+The corpus (``corpus/html.py``) turns the 181 hand-annotated pages of
 ``../shared/data/article-extraction-benchmark`` and the 30 Chinese pages of
 ``../shared/data/gne-chinese-news`` into families of duplicates of documented kinds (the same
 page under another URL, the article in another site's template, paragraphs added, dropped,
 reordered or wrapped in a lead and ads, reprints with 1-20 % word edits); every pair of
-different families is a non-duplicate. Scoring (``bench/eval_scoring.py``) uses the engine as
+different families is a non-duplicate. Scoring (``evaluation/scoring.py``) uses the engine as
 the pipeline does (exact hash first, ``min_tokens`` floor, the method's index and
 ``similarity``) on the text the plugin sees (trafilatura on the HTML) and on the clean
 ground truth, for the project's defaults, a grid of parameters, and the plain ``datasketch``
 and ``simhash`` libraries used as their READMEs show.
 
 Writes ``report.html`` (tables, similarity histograms, recall against edit rate),
-``*.png`` and ``results.json`` to ``--out`` (default ``bench/out/``). Generated corpora
+``*.png`` and ``results.json`` to ``--out`` (default ``evaluation/out/``). Generated corpora
 (with their trafilatura output) are cached in ``--cache`` (default ``--out``/cache), so a
 second run skips extraction. The full run takes a few minutes on 2 cores; ``--quick`` uses 40
 English pages and a smaller grid.
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.eval_corpus import (  # noqa: E402
+from corpus.html import (  # noqa: E402
     EDIT_RATES,
     KINDS,
     PARTIAL_KINDS,
@@ -45,10 +45,10 @@ from bench.eval_corpus import (  # noqa: E402
     Corpus,
     body_of,
     build_corpus,
-    have_data,
     token_f1,
 )
-from bench.eval_scoring import (  # noqa: E402
+from corpus.sources import have_data  # noqa: E402
+from evaluation.scoring import (  # noqa: E402
     TARGET_KINDS,
     Config,
     Result,
@@ -73,7 +73,7 @@ DEFAULTS = {
     "spotsigs": Config.of("spotsigs", label="spotsigs (default)", threshold=0.5, chain=2),
 }
 
-# The settings weighed against the defaults (see bench/ACCURACY.md); shown beside them.
+# The settings weighed against the defaults (see evaluation/ACCURACY.md); shown beside them.
 PROPOSED = {
     "minhash": Config.of(
         "minhash", label="minhash word:2 0.3", threshold=0.3, num_perm=128, shingles="word:2"
@@ -514,7 +514,7 @@ def write_report(out: Out, images: list[str], out_dir: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="40 English pages, smaller grid")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    parser.add_argument("--out", type=Path, default=ROOT / "evaluation" / "out")
     parser.add_argument("--cache", type=Path, default=None, help="default: OUT/cache")
     parser.add_argument("--lang", default="en,zh")
     parser.add_argument("--seed", type=int, default=0)

@@ -1,4 +1,4 @@
-"""Scoring near-duplicate methods on a labelled corpus (see ``bench/eval_corpus.py``).
+"""Scoring near-duplicate methods on a labelled corpus (see ``corpus/html.py``).
 
 A method *matches* two documents when the engine would: their exact hashes are equal, or
 both have at least ``min_tokens`` tokens and the method's index finds one from the other
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.eval_corpus import KINDS, PARTIAL_KINDS, Corpus
+from corpus.html import KINDS, PARTIAL_KINDS, Corpus
 from scrapy_neardup.algorithms import make_method
 from scrapy_neardup.algorithms.exact import ExactMethod
 from scrapy_neardup.engine import Deduplicator, Index, Signed

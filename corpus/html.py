@@ -1,4 +1,4 @@
-"""A labelled near-duplicate corpus made from real pages (used by ``bench/evaluate.py``).
+"""HTML-level families of near-duplicates made from real pages (``evaluation/evaluate.py``).
 
 Every document is an HTML page plus two texts: ``gt``, the hand-annotated article body after
 the same transformation (the clean truth), and ``ext``, what the plugin itself sees
@@ -32,7 +32,9 @@ Non-duplicates are all pairs of documents of different families. A pair of famil
 articles is at least :data:`TOPIC_COSINE`, else ``other``.
 
 The article of an English page is its ``articleBody``; the Chinese pages have no annotation,
-so their "ground truth" is trafilatura's text of the original page (see ACCURACY.md).
+so their "ground truth" is trafilatura's text of the original page (see
+``evaluation/ACCURACY.md``). The pages come from :mod:`corpus.sources`; the text-level corpora
+of the engine tests are :mod:`corpus.text`.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import random
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -54,12 +56,9 @@ from urllib.parse import urlsplit
 
 import lxml.html
 
+from corpus.lang import paragraphs as split_paragraphs
+from corpus.sources import article_html, chinese_pages, ground_truth
 from scrapy_neardup.text import ShingleSpec
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-AEB = DATA / "article-extraction-benchmark"
-GNE = DATA / "gne-chinese-news"
 
 CORPUS_VERSION = 4  # bump when a transformation changes: cached corpora are keyed on it
 EDIT_RATES = (0.01, 0.05, 0.10, 0.20)
@@ -69,7 +68,6 @@ KINDS = ("full-layout", "full-content", *PARTIAL_KINDS, *REPRINT_KINDS)
 TOPIC_COSINE = 0.25
 MIN_COVERAGE = 0.6  # share of the article found in a page's elements for it to be a template
 
-_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _SPACE_RE = re.compile(r"\s+")
 _SKIP_TAGS = {"script", "style", "noscript", "template", "head", "title", "meta", "link"}
 
@@ -107,49 +105,34 @@ class Doc:
 # -- loading --------------------------------------------------------------------------------
 
 
-def have_data(lang: str = "en") -> bool:
-    return (AEB / "ground-truth.json").is_file() if lang == "en" else (GNE / "html").is_dir()
-
-
 def _site(url: str) -> str:
     host = urlsplit(url).netloc.lower()
     return host[4:] if host.startswith("www.") else host
 
 
-def split_paragraphs(text: str) -> list[str]:
-    return [p for p in (" ".join(line.split()) for line in text.split("\n")) if p]
-
-
 def load_english(limit: int | None = None) -> list[Original]:
     """The article-extraction-benchmark pages, sorted by key (the first ``limit``)."""
-    truth = json.loads((AEB / "ground-truth.json").read_text(encoding="utf-8"))
     out = []
-    for key in sorted(truth)[:limit]:
-        html = gzip.decompress((AEB / "html" / f"{key}.html.gz").read_bytes())
-        url = truth[key]["url"]
-        out.append(
-            Original(key, url, _site(url), html, split_paragraphs(truth[key]["articleBody"]))
-        )
+    for key, entry in list(ground_truth().items())[:limit]:
+        url = entry["url"]
+        body = split_paragraphs(entry["articleBody"], squash=True)
+        out.append(Original(key, url, _site(url), article_html(key), body))
     return out
 
 
 def load_chinese(limit: int | None = None) -> list[Original]:
     """The GNE pages, sorted by path; the article is filled in by :func:`fill_from_extraction`."""
     out = []
-    for path in sorted((GNE / "html").glob("*/*.html"))[:limit]:
+    for key, path in list(chinese_pages().items())[:limit]:
         site = path.parent.name
-        key = f"{site}/{path.stem}"
-        out.append(
-            Original(
-                key,
-                f"https://{site}.example.cn/{path.stem}.html",
-                site,
-                path.read_bytes(),
-                [],
-                lang="zh",
-            )
-        )
+        url = f"https://{site}.example.cn/{path.stem}.html"
+        out.append(Original(key, url, site, path.read_bytes(), [], lang="zh"))
     return out
+
+
+def load_originals(lang: str, limit: int | None = None) -> list[Original]:
+    """:func:`load_english` or :func:`load_chinese`."""
+    return load_english(limit) if lang == "en" else load_chinese(limit)
 
 
 # -- extraction -----------------------------------------------------------------------------
@@ -171,11 +154,13 @@ def body_of(ext: str, title: str) -> str:
 
 
 def fill_from_extraction(originals: list[Original]) -> None:
-    """Articles of unannotated pages: trafilatura's text of the original, and its title."""
+    """Every page's headline as trafilatura reads it (the title given to its moved article),
+    and the article of the unannotated (Chinese) pages: trafilatura's text of the original."""
     for o in originals:
         text, title, _ = extract(o.html, o.url, None)
         o.title = title
-        o.paragraphs = split_paragraphs(body_of(text, title))
+        if o.lang == "zh":
+            o.paragraphs = split_paragraphs(body_of(text, title), squash=True)
 
 
 # -- locating an article in a page and replacing it -------------------------------------------
@@ -578,7 +563,7 @@ def build_corpus(
     log: Callable[[str], None] = lambda s: None,
 ) -> Corpus:
     """Load, transform, place and extract; cached under ``cache_dir`` (keyed on content)."""
-    originals = load_english(limit) if lang == "en" else load_chinese(limit)
+    originals = load_originals(lang, limit)
     key = _cache_key(lang, originals, seed)
     path = cache_dir / f"corpus-{lang}-{key}.json.gz" if cache_dir else None
     if path is not None and path.exists():
@@ -589,26 +574,14 @@ def build_corpus(
         log(f"corpus {lang}: {len(docs)} documents from cache {path}")
         corpus.article = same_articles([d.gt for d in docs if d.kind == "original"])
         return corpus
-    if lang == "zh":
-        fill_from_extraction(originals)
-    else:
-        for o in originals:  # headlines for the moved articles, as trafilatura reads them
-            o.title = extract(o.html, o.url, None)[1]
+    fill_from_extraction(originals)
     templates = templates_of(originals)
     vocabulary = vocabulary_of(originals)
     log(
         f"corpus {lang}: {len(originals)} pages, article located in {len(templates)} "
         f"(templates); generating and extracting {len(originals) * (1 + len(KINDS))} documents"
     )
-    if workers > 1:
-        with ProcessPoolExecutor(
-            workers, initializer=_set_shared, initargs=(originals, seed, vocabulary, templates)
-        ) as pool:
-            results = list(pool.map(_family_task, range(len(originals))))
-    else:
-        _set_shared(originals, seed, vocabulary, templates)
-        results = [_family_task(i) for i in range(len(originals))]
-    docs = [Doc(**d) for fam in results for d in fam]
+    docs = make_families(originals, seed, vocabulary, templates, workers=workers)
     meta = [
         {
             "key": o.key,
@@ -634,6 +607,28 @@ def build_corpus(
     return corpus
 
 
+def make_families(
+    originals: list[Original],
+    seed: int,
+    vocabulary: list[str],
+    templates: list[int],
+    *,
+    do_extract: bool = True,
+    workers: int = 1,
+) -> list[Doc]:
+    """Every family (:func:`make_family`), in order, in ``workers`` processes."""
+    if workers <= 1:
+        return [
+            d
+            for family in range(len(originals))
+            for d in make_family(family, originals, seed, vocabulary, do_extract, templates)
+        ]
+    shared = (originals, seed, vocabulary, do_extract, templates)
+    with ProcessPoolExecutor(workers, initializer=_set_shared, initargs=shared) as pool:
+        results = list(pool.map(_family_task, range(len(originals))))
+    return [Doc(**d) for family in results for d in family]
+
+
 _SHARED: tuple[Any, ...] = ()
 
 
@@ -644,8 +639,9 @@ def _set_shared(*args: Any) -> None:
 
 
 def _family_task(family: int) -> list[dict[str, Any]]:
-    originals, seed, vocabulary, templates = _SHARED
-    return [asdict(d) for d in make_family(family, originals, seed, vocabulary, True, templates)]
+    originals, seed, vocabulary, do_extract, templates = _SHARED
+    docs = make_family(family, originals, seed, vocabulary, do_extract, templates)
+    return [asdict(d) for d in docs]
 
 
 def topic_similarity(articles: list[list[str]], lang: str) -> dict[tuple[int, int], float]:
@@ -676,11 +672,6 @@ def topic_similarity(articles: list[list[str]], lang: str) -> dict[tuple[int, in
     return out
 
 
-def is_cjk(text: str) -> bool:
-    letters = len(text) - text.count(" ")
-    return bool(letters) and len(_CJK_RE.findall(text)) / letters > 0.3
-
-
 def token_f1(truth: str, pred: str, n: int = 4) -> tuple[float, float]:
     """Precision and recall of word ``n``-gram bags, the article-extraction-benchmark scorer
     (``string_shingle_matching`` over ``\\w+`` tokens; CJK characters count as tokens)."""
@@ -694,9 +685,3 @@ def token_f1(truth: str, pred: str, n: int = 4) -> tuple[float, float]:
     precision = tp / sum(p.values()) if p else (1.0 if not t else 0.0)
     recall = tp / sum(t.values()) if t else 1.0
     return precision, recall
-
-
-def iter_pairs(n: int) -> Iterable[tuple[int, int]]:
-    for a in range(n):
-        for b in range(a + 1, n):
-            yield a, b
