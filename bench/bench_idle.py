@@ -66,7 +66,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.common import print_table  # noqa: E402
+from bench.common import print_table, rss_bytes  # noqa: E402
 
 ADDON_SETTING = '{"scrapy_neardup.Addon": 500}'
 BENCH_PORT = 8998  # fixed in scrapy.commands.bench
@@ -170,18 +170,6 @@ def descendants(root: int, table: dict[int, tuple[int, str, int]]) -> list[int]:
     return out
 
 
-def rss_of(pid: int) -> int:
-    """``VmRSS`` in bytes, 0 for a zombie or a process that is gone."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 def cmdline_of(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -252,7 +240,7 @@ class Sampler:
             # Read again each time: just after fork, before exec, it is the parent's.
             cmd = "" if pid == self.root else cmdline_of(pid)
             self.seen[pid] = (table[pid][2], cmd)
-            rss = rss_of(pid)
+            rss = rss_bytes(pid)
             total += rss
             role = "crawler" if pid == self.root else role_of(cmd)
             parts[role] = parts.get(role, 0) + rss

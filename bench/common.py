@@ -12,10 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
-def rss_bytes() -> int:
-    """Resident set size of this process (``VmRSS`` of ``/proc/self/status``), 0 if unknown."""
+def rss_bytes(pid: int | str = "self") -> int:
+    """Resident set size (``VmRSS`` of ``/proc/<pid>/status``) of this process or of ``pid``;
+    0 if unknown (a zombie, a process that is gone)."""
     try:
-        with open("/proc/self/status", encoding="ascii") as f:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
             for line in f:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024
