@@ -50,8 +50,12 @@ class NearDupDupeFilter(RFPDupeFilter):
 
     @classmethod
     def from_spider(cls, spider: Spider) -> NearDupDupeFilter:
-        """How scrapy-redis's scheduler builds its dupefilter."""
-        return cls.from_crawler(spider.crawler)
+        """How scrapy-redis's scheduler builds its dupefilter. It never calls ``open()`` or
+        ``close()``, so the filter attaches here: the state then stays open through the
+        scheduler's ``flush()`` (``clear()``) at close, and closes on ``spider_closed``."""
+        dupefilter = cls.from_crawler(spider.crawler)
+        dupefilter.open()
+        return dupefilter
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> NearDupDupeFilter:

@@ -28,7 +28,6 @@ def main() -> None:
         caught.append(f"{category.__name__}: {message} ({filename}:{lineno})")
 
     warnings.simplefilter("always")
-    warnings.showwarning = record
 
     from demo.spiders.demo import DemoSpider
     from scrapy import signals
@@ -47,8 +46,8 @@ def main() -> None:
     if args.get("ready"):
 
         class SyncedSpider(DemoSpider):
-            """Tells the test this process is set up (the plugin's workers warmed up, which
-            happens before the spider's start), then waits for its go."""
+            """Tells the test this process is set up (its state opened, before the spider's
+            start), then waits for its go."""
 
             async def start(self):
                 Path(args["ready"]).touch()
@@ -58,6 +57,8 @@ def main() -> None:
 
         spider_class = SyncedSpider
     process = CrawlerProcess(settings=settings)
+    # After CrawlerProcess: setting up Scrapy's logging replaces warnings.showwarning.
+    warnings.showwarning = record
     crawler = process.create_crawler(spider_class)
 
     def on_scraped(item, **kwargs):

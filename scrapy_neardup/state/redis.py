@@ -161,7 +161,7 @@ class RedisState(NearDupState):
                 len(self._url_backlog),
                 len(self._doc_backlog),
             )
-        if self._redis_ready:
+        if self._opened and self._outage is None:
             with contextlib.suppress(*self.errors):
                 self.set_final_stats()
         for client in (self.redis_client, self.redis_url_client):

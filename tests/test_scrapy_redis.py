@@ -1,0 +1,299 @@
+"""scrapy-neardup's dupefilter as the ``DUPEFILTER_CLASS`` of scrapy-redis's scheduler.
+
+A real ``redis-server`` (tests/redis_server.py) and the demo site on loopback; every crawl in
+its own process (tests/scrapy_redis_runner.py, i.e. crawl_runner.py plus a record of the
+responses and of the scheduler's dupefilter). scrapy-redis builds the dupefilter with
+``from_spider`` in ``Scheduler.open``, never calls its ``open()``/``close()``, and calls its
+``clear()`` from ``Scheduler.close`` unless ``SCHEDULER_PERSIST``.
+
+How these crawls end: scrapy-redis's default queue (``PriorityQueue``) pops without blocking
+and ignores ``SCHEDULER_IDLE_BEFORE_CLOSE`` (only its FIFO/LIFO queues block, in the reactor
+thread, for that long), so a plain spider closes as usual ("finished") once its downloads are
+done and the shared queue is empty. A process may so end while the other still crawls; the
+other then takes what is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import scrapy_redis  # noqa: F401  (the test extra: missing, this module fails, never skips)
+from scrapy import Request
+from scrapy.settings import Settings
+from scrapy.spiders import Spider
+from scrapy.utils.test import get_crawler
+
+from scrapy_neardup.dupefilter import NearDupDupeFilter
+from scrapy_neardup.state import NearDupState
+from scrapy_neardup.storage import redis_client
+from scrapy_neardup.urls import canonical_url
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from redis_server import RedisServer
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "example_project"
+RUNNER = ROOT / "tests" / "scrapy_redis_runner.py"
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLE)])}
+OURS = "scrapy_neardup.dupefilter.NearDupDupeFilter"
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def client(server):
+    c = redis_client.connect(server.url)
+    c.flushdb()
+    yield c
+    c.close()
+
+
+def scrapy_redis_settings(server: RedisServer, prefix: str, **extra: object) -> dict:
+    """Settings only: the add-on, scrapy-redis's scheduler and our dupefilter, both in Redis."""
+    return {
+        "LOG_LEVEL": "WARNING",
+        "ADDONS": {"scrapy_neardup.Addon": 500},
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_neardup.NearDupDupeFilter",
+        "SCHEDULER_PERSIST": True,
+        "SCHEDULER_IDLE_BEFORE_CLOSE": 0,  # see the module docstring
+        "SCHEDULER_QUEUE_KEY": f"{prefix}:requests",
+        "REDIS_URL": server.url,
+        "NEARDUP_REDIS_URL": server.url,
+        "NEARDUP_STORAGE": "redis",
+        "NEARDUP_KEY_PREFIX": prefix,
+        "NEARDUP_WORKERS": 1,
+        **extra,
+    }
+
+
+def start_crawl(
+    start_url: str, out: Path, settings: dict, ready: Path | None = None, go: Path | None = None
+) -> subprocess.Popen:
+    args: dict = {"start_url": start_url, "out": str(out), "settings": settings}
+    if ready is not None:
+        args.update(ready=str(ready), go=str(go))
+    return subprocess.Popen(
+        [sys.executable, str(RUNNER), json.dumps(args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=out.parent,
+        env=ENV,
+    )
+
+
+def finish(proc: subprocess.Popen, out: Path) -> dict:
+    try:
+        _, stderr = proc.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate()
+        raise AssertionError(f"the crawl did not end: {stderr[-4000:]}") from None
+    assert proc.returncode == 0, stderr[-4000:]
+    result = json.loads(out.read_text())
+    result.update(json.loads(Path(f"{out}.fetched").read_text()))
+    result["stderr"] = stderr
+    return result
+
+
+LOG_LINE = re.compile(
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[([^\]]+)\] (WARNING|ERROR|CRITICAL): (.*)"
+)
+WARNING_AT = re.compile(r"^(\S+\.py):\d+: (\w+): ")
+
+
+def foreign_log_lines(stderr: str) -> list[str]:
+    """WARNING and ERROR log lines, but for scrapy-redis 0.9.1's own deprecation warnings
+    (``stats.inc_value(..., spider=...)``, deprecated by Scrapy 2.19), which are not ours to
+    fix. Scrapy logs Python warnings (``py.warnings``) once it configures logging, so they
+    are in stderr, not in crawl_runner.py's list."""
+    foreign = []
+    for line in stderr.splitlines():
+        match = LOG_LINE.match(line)
+        if match is None:
+            continue
+        logger, _, message = match.groups()
+        if logger == "py.warnings":
+            where = WARNING_AT.match(message)
+            if where and "/scrapy_redis/" in where[1] and where[2] == "ScrapyDeprecationWarning":
+                continue
+        foreign.append(line)
+    return foreign
+
+
+def assert_clean(result: dict) -> None:
+    """Finished; no traceback, error or warning (but scrapy-redis's own); and our dupefilter
+    in scrapy-redis's scheduler, sharing the crawler's state with the add-on's components."""
+    stats = result["stats"]
+    assert stats["finish_reason"] == "finished"
+    assert "Traceback" not in result["stderr"], result["stderr"][-4000:]
+    assert foreign_log_lines(result["stderr"]) == []
+    # scrapy-redis 0.9 passes spider= to the stats (deprecated in Scrapy 2.19): not ours
+    assert [w for w in result["warnings"] if "/scrapy_redis/" not in w] == []
+    assert "neardup/redis/errors" not in stats
+    assert "downloader/exception_count" not in stats
+    for when in ("opened", "closed"):
+        assert result[when] == {
+            "scheduler": "scrapy_redis.scheduler.Scheduler",
+            "class": OURS,
+            "shares_state": True,
+        }
+    assert stats["scheduler/enqueued/redis"] > 0 and stats["scheduler/dequeued/redis"] > 0
+    assert stats["neardup/urls/recorded"] > 0
+
+
+def canonical(url: str) -> str:
+    return canonical_url(url)
+
+
+def test_two_crawlers_share_scrapy_redis_queue_and_our_filter(
+    client, server, site, site_url, tmp_path
+) -> None:
+    """Two processes, one scrapy-redis queue, one scrapy-neardup URL filter and content index:
+    each canonical URL is fetched once by one of them, and their kept items hold every
+    distinct document of the site once."""
+    settings = scrapy_redis_settings(server, "sr2", NEARDUP_BACKEND="minhash")
+    go = tmp_path / "go"
+    sections = [f"section/{s}" for s in ("energy", "transport", "health", "farming", "science")]
+    halves = (
+        ["", "archive", "zh", *sections[:3]],  # the two halves share /zh and a section
+        ["most-read", "wire", "partners", "zh", *sections[2:]],
+    )
+    procs = []
+    for n, paths in enumerate(halves):
+        start = ",".join(site_url + p for p in paths)
+        out, ready = tmp_path / f"{n}.json", tmp_path / f"ready{n}"
+        procs.append((start_crawl(start, out, settings, ready, go), out, ready))
+    deadline = time.monotonic() + 60
+    while not all(ready.exists() for _, _, ready in procs) and time.monotonic() < deadline:
+        if any(proc.poll() is not None for proc, _, _ in procs):
+            break
+        time.sleep(0.01)
+    go.touch()  # both set up: crawl at the same moment
+    results = [finish(proc, out) for proc, out, _ in procs]
+
+    for r in results:
+        assert_clean(r)
+        assert r["stats"]["downloader/response_count"] > 0  # both did real work
+
+    # URLs: no canonical URL fetched twice, by one process or by both.
+    fetched = [canonical(url) for r in results for url in r["fetched"]]
+    twice = [url for url, n in Counter(fetched).items() if n > 1]
+    assert twice == [], twice
+    for url in fetched:
+        site.lookup(url)  # a page of the site (KeyError otherwise)
+    assert sum(r["stats"]["downloader/response_count"] for r in results) == len(fetched)
+    # Every URL of the site is reached: fetched, or claimed by the rel=canonical of a page
+    # fetched before it (an AMP view names its article: whichever of the two comes first
+    # records the article's URL, so the article is never fetched after its AMP view, and
+    # the AMP view is dropped after its article).
+    base = site_url.rstrip("/")
+    amp = {canonical(base + e.url): canonical(base + e.of) for e in rel_canonical(site)}
+    claimed = {amp[url] for url in fetched if url in amp}
+    assert set(fetched) | claimed == {canonical(base + url) for url in site.truth}
+    assert sum(r["stats"].get("neardup/urls/filtered_canonical", 0) for r in results) == len(
+        claimed & set(fetched)
+    )
+    # The scheduler's filter (our log(): Scrapy's stat and ours) caught the shared links.
+    assert sum(r["stats"].get("dupefilter/filtered", 0) for r in results) > 30
+    # What the scheduler let through, the downloader middleware did not check again.
+    assert sum(r["stats"].get("neardup/urls/filtered", 0) for r in results) == sum(
+        r["stats"].get("dupefilter/filtered", 0) for r in results
+    )
+
+    # Items: every distinct document kept once, by one of the two.
+    kept = [item for r in results for item in r["kept"]]
+    ids = Counter(site.lookup(item["url"]).doc_id for item in kept)
+    assert set(ids) == set(site.expected_unique_docs()), "a distinct document was lost"
+    assert max(ids.values()) == 1, [d for d, n in ids.items() if n > 1]
+    for r in results:
+        for item in r["dropped"]:
+            original = item["reason"].split("near-duplicate of ", 1)[1].split(" (", 1)[0]
+            assert site.lookup(item["url"]).doc_id == site.lookup(original).doc_id
+
+    # SCHEDULER_PERSIST: the queue is empty, and our URL filter and index are kept.
+    assert client.zcard("sr2:requests") == 0
+    # One URL filter: each request key was new to one process only.
+    recorded = sum(r["stats"]["neardup/urls/recorded"] for r in results)
+    assert int(client.hget("sr2:neardup:urls", "count")) == recorded >= len(fetched)
+    assert client.keys("sr2:neardup:exact:*")
+
+
+def rel_canonical(site) -> list:
+    """The demo site's URLs whose page names another URL as its ``rel=canonical``."""
+    variants = [e for e in site.truth.values() if e.kind == "rel-canonical"]
+    assert variants
+    return variants
+
+
+def test_no_persist_clears_our_url_filter_and_keeps_the_index(
+    client, server, site, site_url, tmp_path
+) -> None:
+    """``SCHEDULER_PERSIST = False``: scrapy-redis flushes its dupefilter when the crawl ends
+    (``Scheduler.close`` → ``flush`` → our ``clear()``): the URL filter's keys are gone, the
+    content index stays."""
+    settings = scrapy_redis_settings(
+        server, "np", SCHEDULER_PERSIST=False, NEARDUP_WORKERS=0, DEPTH_LIMIT=1
+    )
+    out = tmp_path / "np.json"
+    result = finish(start_crawl(site_url + "section/energy", out, settings), out)
+    assert_clean(result)
+    assert result["kept"]
+    assert result["stats"]["neardup/urls/recorded"] > 0  # there was a URL filter to clear
+    assert not client.keys("np:neardup:urls*")
+    assert client.hget("np:neardup:meta", "urls") is None  # its parameters went with it
+    assert client.keys("np:neardup:exact:*")
+    assert not client.exists("np:requests")
+
+
+def test_from_spider_shares_the_crawlers_state_and_from_settings_needs_none(client, server) -> None:
+    """``from_spider`` (scrapy-redis's way) gives the crawler's own state, the one the add-on's
+    other components use; ``from_settings`` builds a state of its own without a crawler. With
+    one prefix in one Redis, both see one URL filter, and ``clear()`` empties it."""
+    settings = {
+        "NEARDUP_STORAGE": "redis",
+        "NEARDUP_REDIS_URL": server.url,
+        "NEARDUP_KEY_PREFIX": "unit",
+        "NEARDUP_WORKERS": 0,
+    }
+
+    class UnitSpider(Spider):
+        name = "unit"
+
+    crawler = get_crawler(UnitSpider, settings_dict=settings)
+    df = NearDupDupeFilter.from_spider(UnitSpider.from_crawler(crawler))
+    standalone = NearDupDupeFilter.from_settings(Settings(settings))
+    try:
+        assert isinstance(df, NearDupDupeFilter) and df.state is NearDupState.from_crawler(crawler)
+        assert df.fingerprinter is crawler.request_fingerprinter
+        assert standalone.state is not df.state and standalone.state.crawler is None
+        assert standalone.state.key_prefix == "unit"
+
+        assert not standalone.request_seen(Request("http://example.com/a?utm_source=x"))
+        assert df.request_seen(Request("http://example.com/a"))  # one filter, in Redis
+        assert not df.request_seen(Request("http://example.com/b"))
+        assert client.keys("unit:neardup:urls*")
+        df.clear()
+        assert not client.keys("unit:neardup:urls*")
+        assert not standalone.request_seen(Request("http://example.com/b"))
+        assert df.request_seen(Request("http://example.com/b/"))
+    finally:
+        df.state.close()
+        standalone.state.close()
