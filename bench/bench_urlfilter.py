@@ -13,7 +13,10 @@ Both filters see the same pre-built ``scrapy.Request`` objects, in the same run:
 * default: ``RFPDupeFilter.from_crawler(get_crawler()).request_seen(request)``;
 * ours: ``ScalableBloomFilter(N, 0.001).add(url_fingerprint(canonical_url(request.url)))``;
 * ours as configured by default (``NEARDUP_URL_CONFIRM``): the same, with every Bloom positive
-  confirmed against the on-disk ``FingerprintStore`` (SQLite) before it counts as seen.
+  confirmed against the on-disk ``FingerprintStore`` (SQLite) before it counts as seen;
+* ours as the scheduler calls it: ``NearDupDupeFilter.from_crawler(get_crawler())``'s
+  ``request_seen(request)`` on default settings (request key from the crawler's fingerprinter,
+  Bloom filter, confirm store, the request's meta marked as checked).
 
 Printed: requests/second, memory per stored URL (the fingerprint set and its members for
 RFPDupeFilter; ``size_in_bytes`` for ours), requests filtered, our false positives and false
@@ -45,6 +48,7 @@ from scrapy.dupefilters import RFPDupeFilter  # noqa: E402
 from scrapy.utils.test import get_crawler  # noqa: E402
 
 from corpus import load_article_urls  # noqa: E402
+from scrapy_neardup.dupefilter import NearDupDupeFilter  # noqa: E402
 from scrapy_neardup.exceptions import InvalidURL  # noqa: E402
 from scrapy_neardup.storage.fingerprints import FingerprintStore  # noqa: E402
 from scrapy_neardup.urls import ScalableBloomFilter, canonical_url, url_fingerprint  # noqa: E402
@@ -162,10 +166,20 @@ def time_filters(
                 confirmed["false_pos"] += 1
             store.add(fingerprint)
 
-    seconds = {default_block: 0.0, ours_block: 0.0, confirmed_block: 0.0}
+    crawler = get_crawler(settings_dict={"NEARDUP_BLOOM_CAPACITY": n})
+    scheduler_filter = NearDupDupeFilter.from_crawler(crawler)
+    scheduler_filter.open()
+    scheduler_filtered = [0]
+
+    def scheduler_block(block: list[Request]) -> None:
+        for r in block:
+            scheduler_filtered[0] += scheduler_filter.request_seen(r)
+
+    blocks = (default_block, ours_block, confirmed_block, scheduler_block)
+    seconds = dict.fromkeys(blocks, 0.0)
     for i, lo in enumerate(range(0, len(requests), 20_000)):
         block = requests[lo : lo + 20_000]
-        for func in (default_block, ours_block, confirmed_block)[:: 1 if i % 2 else -1]:
+        for func in blocks[:: 1 if i % 2 else -1]:
             start = time.perf_counter()
             func(block)
             seconds[func] += time.perf_counter() - start
@@ -185,6 +199,13 @@ def time_filters(
         "expected_fp_rate": bloom.expected_false_positive_rate,
     }
     store.close()
+    through_dupefilter = {
+        "seconds": seconds[scheduler_block],
+        "filtered": scheduler_filtered[0],
+        "stored": len(scheduler_filter.state.urls),
+        "bytes": scheduler_filter.state.urls.size_in_bytes,
+    }
+    scheduler_filter.close("finished")
     with_store = {
         "seconds": seconds[confirmed_block],
         "filtered": confirmed["filtered"],
@@ -193,7 +214,7 @@ def time_filters(
         "disk_bytes": sum(f.stat().st_size for f in Path(store_dir).iterdir()),
         "confirmed_fp": confirmed["false_pos"],
     }
-    return default, ours, with_store, seen, canonical
+    return default, ours, with_store, through_dupefilter, seen, canonical
 
 
 def truth(canonical: list[str], seen: bytearray) -> dict[str, Any]:
@@ -243,11 +264,11 @@ def run(n: int = 1_000_000) -> dict[str, Any]:
         flush=True,
     )
     with tempfile.TemporaryDirectory() as store_dir:
-        default, ours, with_store, seen, canonical = time_filters(requests, n, store_dir)
+        default, ours, with_store, scheduler, seen, canonical = time_filters(requests, n, store_dir)
     check = truth(canonical, seen)
     del canonical
     speed = canonical_speed([r.url for r in requests[:100_000]])
-    for r in (default, ours, with_store):
+    for r in (default, ours, with_store, scheduler):
         r["per_s"] = len(requests) / r["seconds"]
         r["bytes_per_url"] = r["bytes"] / max(r["stored"], 1)
     fp_rate = check["false_pos"] / max(check["distinct"], 1)
@@ -265,12 +286,20 @@ def run(n: int = 1_000_000) -> dict[str, Any]:
         f"{with_store['bytes_per_url']:>11.2f}{with_store['filtered']:>10,}{0:>11,}"
     )
     print(
+        f"{'NearDupDupeFilter.request_seen':<34}{scheduler['per_s']:>11,.0f}"
+        f"{scheduler['bytes_per_url']:>11.2f}{scheduler['filtered']:>10,}{0:>11,}"
+    )
+    print(
         f"{'ours / default':<34}{ours['per_s'] / default['per_s']:>11.2f}"
         f"{ours['bytes_per_url'] / default['bytes_per_url']:>11.3f}"
     )
     print(
         f"{'ours + confirm store / default':<34}{with_store['per_s'] / default['per_s']:>11.2f}"
         f"{with_store['bytes_per_url'] / default['bytes_per_url']:>11.3f}"
+    )
+    print(
+        f"{'NearDupDupeFilter / default':<34}{scheduler['per_s'] / default['per_s']:>11.2f}"
+        f"{scheduler['bytes_per_url'] / default['bytes_per_url']:>11.3f}"
     )
     print(
         f"Confirm store: {with_store['confirmed_fp']:,} Bloom positives found new and fetched"
@@ -299,6 +328,7 @@ def run(n: int = 1_000_000) -> dict[str, Any]:
         "default": default,
         "ours": ours,
         "with_store": with_store,
+        "dupefilter": scheduler,
         "truth": check,
         "canonical_speed": speed,
         "false_positive_rate": fp_rate,
