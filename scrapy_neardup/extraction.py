@@ -14,7 +14,7 @@ import os
 import sys
 import types
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -190,8 +190,15 @@ class Extractor:
     """
 
     def __init__(
-        self, signer_factory: Any, workers: int, cache_size: int = 4096, fast: bool = True
+        self,
+        signer_factory: Any,
+        workers: int,
+        cache_size: int = 4096,
+        fast: bool = True,
+        on_start: Callable[[], None] | None = None,
     ) -> None:
+        #: Called once, when the workers (or the inline signer) are first needed.
+        self.on_start = on_start
         self._signer_factory = signer_factory
         self._workers = workers
         self._fast = fast
@@ -204,6 +211,7 @@ class Extractor:
         """The worker processes, started on the first page that needs them: a crawl that
         never extracts (no items, or items with a text field) never starts them."""
         if self._pool is None:
+            self._started()
             # spawn: forking a process that runs a reactor and threads is unsafe.
             context = multiprocessing.get_context("spawn")
             pool = ProcessPoolExecutor(
@@ -221,8 +229,14 @@ class Extractor:
             self._pool = pool
         return self._pool
 
+    def _started(self) -> None:
+        if self.on_start is not None:
+            on_start, self.on_start = self.on_start, None
+            on_start()
+
     def _inline(self) -> Any:
         if self._inline_signer is None:
+            self._started()
             self._inline_signer = self._signer_factory()
         return self._inline_signer
 

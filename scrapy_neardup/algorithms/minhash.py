@@ -85,6 +85,9 @@ class MinHashMethod:
             self._banding = (lsh.b, lsh.r, lsh.hashranges, a.astype(np.uint32), b.astype(np.uint32))
         return self._banding
 
+    def prepare(self) -> None:
+        self._bands()
+
     @property
     def bands(self) -> int:
         return self._bands()[0]

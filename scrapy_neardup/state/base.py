@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,7 +86,9 @@ class NearDupState:
         )
         # Workers start when the first page needs extraction, not before: a crawl that
         # yields no items (or only items with a text field) never starts them.
-        self.extractor = Extractor(spec, config.workers, fast=config.extract_fast)
+        self.extractor = Extractor(
+            spec, config.workers, fast=config.extract_fast, on_start=self._prepare_checks
+        )
         self.pending: dict[int, tuple[Any, PageText]] = {}
         self._users: set[int] = set()
         self._opened = False
@@ -113,6 +116,11 @@ class NearDupState:
                 crawler.signals.connect(state.forget, signal=signal)
             state.built()
         return state
+
+    def _prepare_checks(self) -> None:
+        """While the first pages are extracted, load what checking them needs (datasketch),
+        in a thread: imported on the reactor's thread it would stall the crawl."""
+        threading.Thread(target=self.dedup.prepare, name="neardup-prepare", daemon=True).start()
 
     def built(self) -> None:
         """Called once the state is registered for its crawler (e.g. to load saved state)."""
