@@ -168,13 +168,6 @@ class Deduplicator:
         self.counts: Counter[str] = Counter()
         self.recorder: Recorder | None = None
 
-    def prepare(self) -> None:
-        """Load what the first check needs (datasketch and scipy for MinHash: most of a
-        second), e.g. in a thread while the first pages are extracted."""
-        prepare = getattr(self.method, "prepare", None)
-        if prepare is not None:
-            prepare()
-
     def sign(self, text: str | Document) -> Signed:
         """Signatures of a text: the costly, pure half of :meth:`check` (safe in a worker)."""
         doc = text if isinstance(text, Document) else Document(text)

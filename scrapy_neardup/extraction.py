@@ -137,12 +137,27 @@ class SignerSpec:
     min_tokens: int
     max_chars: int
 
-    def __call__(self) -> Any:
+    def __call__(self) -> Signer:
         from scrapy_neardup.engine import Deduplicator
 
         dedup = Deduplicator(self.method, min_tokens=self.min_tokens, **dict(self.params))
-        max_chars = self.max_chars
-        return lambda text: dedup.sign(text[:max_chars])
+        return Signer(dedup, self.max_chars)
+
+
+class Signer:
+    """``sign(text)`` in a worker, and what the method prepares there for the crawler."""
+
+    def __init__(self, dedup: Any, max_chars: int) -> None:
+        self.dedup = dedup
+        self.max_chars = max_chars
+
+    def __call__(self, text: str) -> Any:
+        return self.dedup.sign(text[: self.max_chars])
+
+    def prepared(self) -> Any:
+        """The method's ``prepared()`` (MinHash: its banding), None for methods without."""
+        prepared = getattr(self.dedup.method, "prepared", None)
+        return prepared() if prepared is not None else None
 
 
 _worker_signer: Any = None
@@ -181,6 +196,10 @@ def _sign(text: str) -> Any:
     return _worker_signer(text)
 
 
+def _prepared() -> Any:
+    return _worker_signer.prepared()
+
+
 class Extractor:
     """Runs extraction and signing in ``workers`` processes (inline when ``workers`` is 0),
     started when the first page needs them.
@@ -211,7 +230,6 @@ class Extractor:
         """The worker processes, started on the first page that needs them: a crawl that
         never extracts (no items, or items with a text field) never starts them."""
         if self._pool is None:
-            self._started()
             # spawn: forking a process that runs a reactor and threads is unsafe.
             context = multiprocessing.get_context("spawn")
             pool = ProcessPoolExecutor(
@@ -227,6 +245,7 @@ class Extractor:
                 for _ in range(self._workers):
                     pool.submit(_noop).add_done_callback(_ignore)
             self._pool = pool
+            self._started()
         return self._pool
 
     def _started(self) -> None:
@@ -236,8 +255,8 @@ class Extractor:
 
     def _inline(self) -> Any:
         if self._inline_signer is None:
-            self._started()
             self._inline_signer = self._signer_factory()
+            self._started()
         return self._inline_signer
 
     def cached(self, body: bytes) -> tuple[bytes, tuple[Extracted, Any] | None]:
@@ -257,6 +276,13 @@ class Extractor:
         if self._workers == 0:
             return _done(_extract_inline(self._inline(), body, url, encoding, self._fast))
         return self._submit(_extract_and_sign, body, url, encoding, self._fast)
+
+    def submit_prepared(self) -> Future:
+        """A future of what the method prepares (see :meth:`Signer.prepared`), computed in a
+        worker so that the crawler process need not load what it takes."""
+        if self._workers == 0:
+            return _done(self._inline().prepared())
+        return self._submit(_prepared)
 
     def submit_sign(self, text: str) -> Future:
         if self._workers == 0:

@@ -128,3 +128,32 @@ def test_real_pages_extract_close_to_the_annotated_text() -> None:
         scores.append(len(got & want) / max(len(want), 1))
     # trafilatura recovers most of the hand-annotated words on these pages (about 0.9 here).
     assert sum(scores) / len(scores) > 0.8
+
+
+ADOPT_SCRIPT = """
+import sys
+from scrapy.utils.test import get_crawler
+from scrapy_neardup.state import NearDupState
+
+state = NearDupState.from_crawler(get_crawler(settings_dict={"NEARDUP_WORKERS": 1}))
+assert "datasketch" not in sys.modules, "loaded at start"
+page = ("<html><body><article><p>"
+        + " ".join(f"word{i} and more text" for i in range(300))
+        + "</p></article></body></html>").encode()
+_, signed = state.extractor.submit_extract(page, "http://a/", "utf-8").result(120)
+print(state.dedup.check_signed("a", signed).is_duplicate, state.dedup.method.bands,
+      "datasketch" in sys.modules)
+state.close()
+"""
+
+
+def test_the_crawler_process_adopts_the_minhash_banding_from_its_workers() -> None:
+    """datasketch (and scipy, about 50 MB) is loaded in the workers only."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", ADOPT_SCRIPT], capture_output=True, text=True, timeout=180
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["False", "32", "False"]

@@ -68,33 +68,51 @@ class MinHashMethod:
         self.shingles = ShingleSpec.parse(shingles)
         self.seed = seed
         self._lsh_args = {"weights": tuple(weights), "params": bands}
-        self._banding: tuple[int, int, list[tuple[int, int]], np.ndarray, np.ndarray] | None = None
+        self._banding: tuple[int, int] | None = None
+        self._ranges: list[tuple[int, int]] = []
+        self._permutations: tuple[np.ndarray, np.ndarray] | None = None
         if tuple(weights) != _DEFAULT_WEIGHTS or bands is not None or threshold > 0.9:
-            self._bands()  # parameters datasketch may refuse: asked now, at start
+            self.prepared()  # parameters datasketch may refuse: asked now, at start
 
-    def _bands(self) -> tuple[int, int, list[tuple[int, int]], np.ndarray, np.ndarray]:
-        """datasketch's bands (``MinHashLSH``) and permutations (``MinHash``), made on first use:
-        importing datasketch imports scipy (about 50 MB), which a crawl that never checks a
-        page should not pay for. Parameters other than the defaults are checked at once."""
+    # datasketch is imported on first use, never at start: it imports scipy (about 50 MB and
+    # most of a second), which a crawl that never checks a page should not pay for. The
+    # crawler process does not even need it: it adopts the banding its workers computed.
+
+    def prepared(self) -> tuple[int, int]:
+        """(bands, rows): the banding datasketch's ``MinHashLSH`` chooses for the threshold,
+        the number of permutations and the weights (or the ``bands`` given)."""
         if self._banding is None:
-            from datasketch import MinHash, MinHashLSH
+            from datasketch import MinHashLSH
 
             lsh = MinHashLSH(threshold=self.threshold, num_perm=self.num_perm, **self._lsh_args)
-            # Permutations are drawn once; datasketch would redraw them for every MinHash.
-            a, b = MinHash(num_perm=self.num_perm, seed=self.seed, scheme=_SCHEME).permutations
-            self._banding = (lsh.b, lsh.r, lsh.hashranges, a.astype(np.uint32), b.astype(np.uint32))
+            self.adopt((lsh.b, lsh.r))
+        assert self._banding is not None
         return self._banding
 
-    def prepare(self) -> None:
-        self._bands()
+    def adopt(self, banding: tuple[int, int]) -> None:
+        """Use the banding :meth:`prepared` computed in another process (a worker)."""
+        if self._banding is None:
+            bands, rows = banding
+            self._ranges = [(i * rows, (i + 1) * rows) for i in range(bands)]
+            self._banding = (bands, rows)
+
+    def _affine(self) -> tuple[np.ndarray, np.ndarray]:
+        """datasketch's ``MinHash`` permutations, drawn once (datasketch draws them for every
+        MinHash); only where signatures are computed."""
+        if self._permutations is None:
+            from datasketch import MinHash
+
+            a, b = MinHash(num_perm=self.num_perm, seed=self.seed, scheme=_SCHEME).permutations
+            self._permutations = (a.astype(np.uint32), b.astype(np.uint32))
+        return self._permutations
 
     @property
     def bands(self) -> int:
-        return self._bands()[0]
+        return self.prepared()[0]
 
     @property
     def rows(self) -> int:
-        return self._bands()[1]
+        return self.prepared()[1]
 
     def params(self) -> dict[str, Any]:
         return {
@@ -114,7 +132,7 @@ class MinHashMethod:
         shingles = doc.shingles(self.shingles)
         if len(shingles) == 0:
             return np.full(self.num_perm, _EMPTY, dtype=np.uint32)
-        a, b = self._bands()[3:]
+        a, b = self._affine()
         mixed = _fmix32((shingles & _LOW32).astype(np.uint32))
         # Multiplication and addition wrap modulo 2**32, which is the affine32 permutation.
         permuted = np.multiply.outer(mixed, a)
@@ -124,8 +142,12 @@ class MinHashMethod:
     def bucket_keys(self, signature: np.ndarray) -> list[int]:
         return [
             xxhash.xxh3_64_intdigest(signature[start:end].tobytes(), seed=band)
-            for band, (start, end) in enumerate(self._bands()[2])
+            for band, (start, end) in enumerate(self._ranges or self._ranges_now())
         ]
+
+    def _ranges_now(self) -> list[tuple[int, int]]:
+        self.prepared()
+        return self._ranges
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:
         # The same estimator as MinHash.jaccard, without building two MinHash objects.

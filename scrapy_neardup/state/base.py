@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -118,9 +117,19 @@ class NearDupState:
         return state
 
     def _prepare_checks(self) -> None:
-        """While the first pages are extracted, load what checking them needs (datasketch),
-        in a thread: imported on the reactor's thread it would stall the crawl."""
-        threading.Thread(target=self.dedup.prepare, name="neardup-prepare", daemon=True).start()
+        """With the first page, ask a worker for what checking pages needs (MinHash's banding,
+        which datasketch computes with scipy): loaded in this process it would cost 50 MB and
+        stall the reactor for most of a second."""
+        adopt = getattr(self.dedup.method, "adopt", None)
+        if adopt is None or self.config.workers == 0:
+            return
+        future = self.extractor.submit_prepared()
+
+        def adopted(done: Any) -> None:
+            if not done.cancelled() and done.exception() is None and done.result() is not None:
+                adopt(done.result())  # one assignment: safe from the pool's thread
+
+        future.add_done_callback(adopted)
 
     def built(self) -> None:
         """Called once the state is registered for its crawler (e.g. to load saved state)."""
