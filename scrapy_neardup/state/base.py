@@ -60,7 +60,7 @@ class NearDupState:
     that share state under a prefix when ``NEARDUP_KEY_PREFIX`` is unset.
     """
 
-    #: Whether this storage journals the crawl frontier (see scrapy_neardup.frontier).
+    #: The journaled crawl frontier (scrapy_neardup.frontier), where the storage keeps one.
     frontier: Any = None
 
     def __init__(
