@@ -7,17 +7,60 @@ exist before its first request, so that a test can start several crawls at the s
 
 Writes the kept items, the dropped items with their reasons, the crawl's stats and every
 warning raised to ``out``. A separate process per crawl: a Twisted reactor cannot restart.
+Tests start it with :func:`launch` and read its result with :func:`collect`.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "example_project"))
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "example_project")]),
+}
+
+
+def launch(
+    start_url: str,
+    out: Path,
+    settings: dict,
+    ready: Path | None = None,
+    go: Path | None = None,
+    runner: Path = Path(__file__),
+) -> subprocess.Popen:
+    """Start a crawl in a fresh process (``runner``: this script, or one that wraps it)."""
+    args: dict = {"start_url": start_url, "out": str(out), "settings": settings}
+    if ready is not None:
+        args.update(ready=str(ready), go=str(go))
+    return subprocess.Popen(
+        [sys.executable, str(runner), json.dumps(args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=out.parent,
+        env=ENV,
+    )
+
+
+def collect(proc: subprocess.Popen, out: Path, timeout: float = 180) -> dict:
+    """Wait for a launched crawl; its result, with its stderr. Fails if it did not end well."""
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate()
+        raise AssertionError(f"the crawl did not end: {stderr[-4000:]}") from None
+    assert proc.returncode == 0, stderr[-4000:]
+    result = json.loads(out.read_text())
+    result["stderr"] = stderr
+    return result
 
 
 def main() -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import subprocess
 import sys
@@ -34,13 +33,13 @@ from scrapy_neardup.urls import ScalableBloomFilter, url_fingerprint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import synthetic_corpus
+import crawl_runner
+from crawl_runner import ENV
 from redis_server import RedisServer
 
+from corpus import synthetic_corpus
+
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "example_project"
-RUNNER = ROOT / "tests" / "crawl_runner.py"
-sys.path.insert(0, str(EXAMPLE))
 
 
 pytestmark = pytest.mark.timeout(120)
@@ -420,35 +419,17 @@ def test_an_outage_fails_closed_when_asked(client, server, caplog) -> None:
 
 
 STATS_CMD = [sys.executable, "-m", "scrapy", "neardup-stats"]
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLE)])}
 
 
 def start_crawl(
     start_url: str, out: Path, ready: Path | None = None, go: Path | None = None, **settings: object
 ) -> subprocess.Popen:
-    args = {
-        "start_url": start_url,
-        "out": str(out),
-        "settings": {"LOG_LEVEL": "WARNING", "NEARDUP_WORKERS": 1, **settings},
-    }
-    if ready is not None:
-        args.update(ready=str(ready), go=str(go))
-    return subprocess.Popen(
-        [sys.executable, str(RUNNER), json.dumps(args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=out.parent,
-        env=ENV,
-    )
+    settings = {"LOG_LEVEL": "WARNING", "NEARDUP_WORKERS": 1, **settings}
+    return crawl_runner.launch(start_url, out, settings, ready, go)
 
 
 def finish(proc: subprocess.Popen, out: Path) -> dict:
-    _, stderr = proc.communicate(timeout=180)
-    assert proc.returncode == 0, stderr[-4000:]
-    result = json.loads(out.read_text())
-    result["stderr"] = stderr
-    return result
+    return crawl_runner.collect(proc, out)
 
 
 def redis_settings(server: RedisServer, prefix: str, **extra: object) -> dict:

@@ -16,7 +16,6 @@ other then takes what is left.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -38,12 +37,11 @@ from scrapy_neardup.urls import canonical_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import crawl_runner
 from redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "example_project"
 RUNNER = ROOT / "tests" / "scrapy_redis_runner.py"
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLE)])}
 OURS = "scrapy_neardup.dupefilter.NearDupDupeFilter"
 
 pytestmark = pytest.mark.timeout(120)
@@ -86,30 +84,12 @@ def scrapy_redis_settings(server: RedisServer, prefix: str, **extra: object) -> 
 def start_crawl(
     start_url: str, out: Path, settings: dict, ready: Path | None = None, go: Path | None = None
 ) -> subprocess.Popen:
-    args: dict = {"start_url": start_url, "out": str(out), "settings": settings}
-    if ready is not None:
-        args.update(ready=str(ready), go=str(go))
-    return subprocess.Popen(
-        [sys.executable, str(RUNNER), json.dumps(args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=out.parent,
-        env=ENV,
-    )
+    return crawl_runner.launch(start_url, out, settings, ready, go, runner=RUNNER)
 
 
 def finish(proc: subprocess.Popen, out: Path) -> dict:
-    try:
-        _, stderr = proc.communicate(timeout=90)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, stderr = proc.communicate()
-        raise AssertionError(f"the crawl did not end: {stderr[-4000:]}") from None
-    assert proc.returncode == 0, stderr[-4000:]
-    result = json.loads(out.read_text())
+    result = crawl_runner.collect(proc, out, timeout=90)
     result.update(json.loads(Path(f"{out}.fetched").read_text()))
-    result["stderr"] = stderr
     return result
 
 
