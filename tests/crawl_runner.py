@@ -49,6 +49,35 @@ def launch(
     )
 
 
+#: Start pages of two crawls of the demo site that race through the same links (they share
+#: /zh and a section).
+HALVES = (
+    ["", "archive", "zh", "section/energy", "section/transport", "section/health"],
+    ["most-read", "wire", "partners", "zh", "section/health", "section/farming", "section/science"],
+)
+
+
+def launch_two(
+    site_url: str, tmp_path: Path, settings: dict, runner: Path = Path(__file__)
+) -> list[tuple[subprocess.Popen, Path]]:
+    """Two crawls from :data:`HALVES`, released at the same moment once both are set up."""
+    import time
+
+    go = tmp_path / "go"
+    procs = []
+    for n, paths in enumerate(HALVES):
+        start = ",".join(site_url + p for p in paths)
+        out, ready = tmp_path / f"{n}.json", tmp_path / f"ready{n}"
+        procs.append((launch(start, out, settings, ready, go, runner), out, ready))
+    deadline = time.monotonic() + 60
+    while not all(ready.exists() for _, _, ready in procs) and time.monotonic() < deadline:
+        if any(proc.poll() is not None for proc, _, _ in procs):
+            break
+        time.sleep(0.01)
+    go.touch()  # both set up: crawl at the same moment
+    return [(proc, out) for proc, out, _ in procs]
+
+
 def collect(proc: subprocess.Popen, out: Path, timeout: float = 180) -> dict:
     """Wait for a launched crawl; its result, with its stderr. Fails if it did not end well."""
     try:

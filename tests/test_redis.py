@@ -421,11 +421,12 @@ def test_an_outage_fails_closed_when_asked(client, server, caplog) -> None:
 STATS_CMD = [sys.executable, "-m", "scrapy", "neardup-stats"]
 
 
-def start_crawl(
-    start_url: str, out: Path, ready: Path | None = None, go: Path | None = None, **settings: object
-) -> subprocess.Popen:
-    settings = {"LOG_LEVEL": "WARNING", "NEARDUP_WORKERS": 1, **settings}
-    return crawl_runner.launch(start_url, out, settings, ready, go)
+#: What every crawl of these tests runs with, unless a test says otherwise.
+CRAWL_DEFAULTS = {"LOG_LEVEL": "WARNING", "NEARDUP_WORKERS": 1}
+
+
+def start_crawl(start_url: str, out: Path, **settings: object) -> subprocess.Popen:
+    return crawl_runner.launch(start_url, out, {**CRAWL_DEFAULTS, **settings})
 
 
 def finish(proc: subprocess.Popen, out: Path) -> dict:
@@ -446,22 +447,8 @@ def test_two_crawlers_share_one_redis(client, server, site, site_url, tmp_path) 
     together they keep every distinct document exactly once, each URL once, and drop only
     true copies."""
     settings = redis_settings(server, "two", NEARDUP_BACKEND="minhash", DOWNLOAD_DELAY=0.01)
-    go = tmp_path / "go"
-    sections = [f"section/{s}" for s in ("energy", "transport", "health", "farming", "science")]
-    halves = (
-        ["", "archive", "zh", *sections[:3]],  # the two halves share /zh and a section
-        ["most-read", "wire", "partners", "zh", *sections[2:]],
-    )
-    procs = []
-    for n, paths in enumerate(halves):
-        start = ",".join(site_url + p for p in paths)
-        out, ready = tmp_path / f"{n}.json", tmp_path / f"ready{n}"
-        procs.append((start_crawl(start, out, ready, go, **settings), out, ready))
-    deadline = time.monotonic() + 60
-    while not all(ready.exists() for _, _, ready in procs) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    go.touch()  # both set up: crawl at the same moment
-    results = [finish(proc, out) for proc, out, _ in procs]
+    procs = crawl_runner.launch_two(site_url, tmp_path, {**CRAWL_DEFAULTS, **settings})
+    results = [finish(proc, out) for proc, out in procs]
 
     kept = [item for r in results for item in r["kept"]]
     ids = Counter(site.lookup(item["url"]).doc_id for item in kept)

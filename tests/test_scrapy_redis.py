@@ -19,7 +19,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -81,10 +80,8 @@ def scrapy_redis_settings(server: RedisServer, prefix: str, **extra: object) -> 
     }
 
 
-def start_crawl(
-    start_url: str, out: Path, settings: dict, ready: Path | None = None, go: Path | None = None
-) -> subprocess.Popen:
-    return crawl_runner.launch(start_url, out, settings, ready, go, runner=RUNNER)
+def start_crawl(start_url: str, out: Path, settings: dict) -> subprocess.Popen:
+    return crawl_runner.launch(start_url, out, settings, runner=RUNNER)
 
 
 def finish(proc: subprocess.Popen, out: Path) -> dict:
@@ -150,24 +147,8 @@ def test_two_crawlers_share_scrapy_redis_queue_and_our_filter(
     each canonical URL is fetched once by one of them, and their kept items hold every
     distinct document of the site once."""
     settings = scrapy_redis_settings(server, "sr2", NEARDUP_BACKEND="minhash")
-    go = tmp_path / "go"
-    sections = [f"section/{s}" for s in ("energy", "transport", "health", "farming", "science")]
-    halves = (
-        ["", "archive", "zh", *sections[:3]],  # the two halves share /zh and a section
-        ["most-read", "wire", "partners", "zh", *sections[2:]],
-    )
-    procs = []
-    for n, paths in enumerate(halves):
-        start = ",".join(site_url + p for p in paths)
-        out, ready = tmp_path / f"{n}.json", tmp_path / f"ready{n}"
-        procs.append((start_crawl(start, out, settings, ready, go), out, ready))
-    deadline = time.monotonic() + 60
-    while not all(ready.exists() for _, _, ready in procs) and time.monotonic() < deadline:
-        if any(proc.poll() is not None for proc, _, _ in procs):
-            break
-        time.sleep(0.01)
-    go.touch()  # both set up: crawl at the same moment
-    results = [finish(proc, out) for proc, out, _ in procs]
+    procs = crawl_runner.launch_two(site_url, tmp_path, settings, runner=RUNNER)
+    results = [finish(proc, out) for proc, out in procs]
 
     for r in results:
         assert_clean(r)

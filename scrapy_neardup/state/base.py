@@ -121,7 +121,7 @@ class NearDupState:
         which datasketch computes with scipy): loaded in this process it would cost 50 MB and
         stall the reactor for most of a second."""
         adopt = getattr(self.dedup.method, "adopt", None)
-        if adopt is None or self.config.workers == 0:
+        if adopt is None:
             return
         future = self.extractor.submit_prepared()
 
