@@ -277,9 +277,12 @@ class RedisState(NearDupState):
                 from scrapy.exceptions import DropItem
 
                 self.inc("neardup/items/unchecked")
+                # INFO: the outage has its one ERROR; a line per item met while the crawl
+                # stops would bury it (they are counted in neardup/items/unchecked).
                 raise DropItem(
                     "not checked for near-duplicates: Redis is unavailable and "
-                    "NEARDUP_REDIS_ON_ERROR is 'fail-closed'"
+                    "NEARDUP_REDIS_ON_ERROR is 'fail-closed'",
+                    log_level="INFO",
                 )
             if self._outage_dedup is None:
                 self._outage_dedup = Deduplicator(
