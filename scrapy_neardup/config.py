@@ -242,6 +242,9 @@ class NearDupConfig:
     workers: int = 2
     max_body_bytes: int = 10 * 1024 * 1024
     max_text_chars: int = 500_000
+    # per page, in a worker (0: no limit); see extraction.py for why these defaults
+    page_timeout: float = 20.0
+    page_memory: int = 1024
     text_field: str | None = None
     url_field: str | None = "url"
     # near-duplicates
@@ -292,6 +295,8 @@ class NearDupConfig:
             workers=_int(s, "NEARDUP_WORKERS", min(os.cpu_count() or 1, 8), 0, 64),
             max_body_bytes=_int(s, "NEARDUP_MAX_BODY_BYTES", 10 * 1024 * 1024, 1024),
             max_text_chars=_int(s, "NEARDUP_MAX_TEXT_CHARS", 500_000, 100),
+            page_timeout=_float(s, "NEARDUP_PAGE_TIMEOUT", 20.0, 0.0, 86400.0, True),
+            page_memory=_int(s, "NEARDUP_PAGE_MEMORY", 1024, 0, 1024 * 1024),
             text_field=_field_name(s, "NEARDUP_TEXT_FIELD", None),
             url_field=_field_name(s, "NEARDUP_URL_FIELD", "url"),
             backend=_choice(s, "NEARDUP_BACKEND", "minhash", tuple(METHODS)),

@@ -4,29 +4,77 @@ Extraction (about 30 ms a page) and signing (a few ms) are the costly steps of t
 the GIL would make threads useless for them, so both run in a process pool. The reactor
 only waits on a Deferred; it never runs trafilatura itself. Byte-identical bodies are looked
 up in a small cache of body hash -> result and not extracted again.
+
+The pool is pebble's ``ProcessPool``: a task over its time limit has its worker terminated
+and replaced, and a worker that dies fails its own task only, never the others in flight.
+Each page has two limits (``NEARDUP_PAGE_TIMEOUT``, ``NEARDUP_PAGE_MEMORY``); a page over one
+is kept unchecked, counted and logged. The defaults (20 s, 1024 MiB) come from measurements
+on one core: the 211 real pages of ``../shared/data`` take 27 ms (median) to 0.31 s and add
+about 20 MB; a legitimate 8 MB manual of 30,000 paragraphs takes 5 s and adds 320 MB, so
+both limits leave it three to four times the room it needs (a busy, niced worker is slower).
+A page of a million ``<p>a</p>`` (8 MB) takes 77 s and 1.7 GB without limits, but passes
+1 GB within its first 10 s, where the memory limit stops it.
+
+The memory limit is a watchdog thread in each worker that reads the worker's resident size
+(``/proc/self/statm``, Linux only) every 50 ms while a task runs, and ends the worker with
+:data:`MEMORY_EXIT` when the task has grown it by more than the limit; it may overshoot by
+what the page allocates before the next reading (or in one C call holding the GIL).
+``RLIMIT_AS`` was tried and rejected: its failed allocations surface inside lxml and
+trafilatura, which swallow them (``load_html`` returns None, the page comes out "empty" and
+is never counted).
+
+Workers die with the crawler, however it ends: on Linux the kernel kills them when it dies
+(``PR_SET_PDEATHSIG``); everywhere the watchdog thread ends its worker when the pipe
+multiprocessing keeps open from the crawler (the parent sentinel) reaches EOF. With the
+workers gone, multiprocessing's resource tracker sees EOF on its own pipe and exits.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 import types
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from multiprocessing.connection import wait as wait_any
+from multiprocessing.context import SpawnContext, SpawnProcess
 from typing import Any
 
 import xxhash
+from pebble import ProcessExpired, ProcessPool
+
+from scrapy_neardup.exceptions import NearDupError
 
 logger = logging.getLogger(__name__)
 
 _EMPTY = ""
 WORKER_NICENESS = 5
+#: Exit status of a worker ended by its memory watchdog (pebble's own exits are 0, 1, errnos
+#: and signals).
+MEMORY_EXIT = 86
+#: How often the watchdog reads the worker's resident size during a task.
+WATCH_INTERVAL = 0.05
+#: Page limit hits logged at WARNING before the rest go to DEBUG (unless NEARDUP_DEBUG).
+FIRST_LOGGED = 5
+_PR_SET_PDEATHSIG = 1
+
+
+class PageLimitError(NearDupError):
+    """A page (or an item's text) went over ``NEARDUP_PAGE_TIMEOUT`` or ``NEARDUP_PAGE_MEMORY``
+    in a worker, which was replaced. ``limit`` is ``"timeout"`` or ``"memory"``."""
+
+    def __init__(self, limit: str, message: str) -> None:
+        self.limit = limit
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -173,16 +221,86 @@ WARM_UP_PAGE = (
 )
 
 
-def _init_worker(signer_factory: Any) -> None:
+def _init_worker(signer_factory: Any, memory_limit: int) -> None:
+    """Runs once in each worker, before its first task; ``memory_limit`` in bytes, 0: none."""
     global _worker_signer
+    _die_with_parent()
     # Below the crawler's priority: when the cores are busy, the reactor (downloads, the
     # scheduler) must still get its turn, or the crawl stalls while pages wait to be parsed.
     os.nice(WORKER_NICENESS)
+    watch = threading.Thread(
+        target=_watch, args=(memory_limit,), name="neardup-watchdog", daemon=True
+    )
+    watch.start()
     _worker_signer = signer_factory()
     try:
         _extract_and_sign(WARM_UP_PAGE, None, "utf-8")
     except Exception as exc:  # the real pages will say what is wrong, with their URL
         logger.debug("scrapy-neardup: worker warm-up failed: %r", exc)
+
+
+def _die_with_parent() -> None:
+    """On Linux, have the kernel SIGKILL this worker when the crawler dies, even by SIGKILL.
+
+    The kernel's "parent" is the thread that started the worker: the reactor's for the first
+    workers, pebble's pool thread for replacements; both live as long as the pool. If the
+    crawler died before the call, the worker already has another parent: it leaves now.
+    """
+    parent = multiprocessing.parent_process()
+    if sys.platform.startswith("linux"):
+        # Without prctl, the watchdog thread still sees the crawler go.
+        with suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if parent is not None and os.getppid() != parent.pid:
+        os._exit(0)
+
+
+#: The worker's resident size when its current task started; None between tasks. Changed
+#: and read under ``_task_lock``, so the watchdog never ends a worker that is sending a
+#: result (it would die holding pebble's channel lock).
+_task_rss: int | None = None
+_task_lock = threading.Lock()
+
+
+def _rss() -> int | None:
+    """This process's resident size in bytes; None where ``/proc`` is missing."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _watch(memory_limit: int) -> None:
+    """The worker's watchdog thread: ends it when the crawler is gone (the parent sentinel
+    reaches EOF), or when the running task has grown it by more than ``memory_limit``."""
+    parent = multiprocessing.parent_process()
+    if parent is None:  # not started by the pool
+        return
+    interval = WATCH_INTERVAL if memory_limit and _rss() is not None else None
+    while True:
+        if wait_any([parent.sentinel], interval):
+            os._exit(0)  # the crawler is gone
+        with _task_lock:
+            start = _task_rss
+            if start is not None and (_rss() or 0) - start > memory_limit:
+                os._exit(MEMORY_EXIT)
+
+
+def _limited(fn: Callable[..., Any], *args: Any) -> Any:
+    """Runs a task in a worker under the watchdog's eye."""
+    global _task_rss
+    with _task_lock:
+        _task_rss = _rss()
+    try:
+        return fn(*args)
+    except MemoryError:
+        os._exit(MEMORY_EXIT)  # the machine's memory, not the limit: still this page's fault
+    except FutureTimeout as exc:  # a TimeoutError in the parent means the page's time limit
+        raise RuntimeError(repr(exc)) from None
+    finally:
+        with _task_lock:
+            _task_rss = None
 
 
 def _extract_and_sign(
@@ -206,6 +324,9 @@ class Extractor:
 
     ``signer_factory`` is a picklable callable returning ``sign(text) -> signatures``; it is
     called once in each worker so the method is built there, not shipped with every task.
+    Each task in a worker is limited to ``page_timeout`` seconds and ``page_memory`` MiB
+    (0: no limit); over either, its future fails with :class:`PageLimitError` and the
+    worker is replaced. Inline, neither limit can be enforced.
     """
 
     def __init__(
@@ -215,36 +336,35 @@ class Extractor:
         cache_size: int = 4096,
         fast: bool = True,
         on_start: Callable[[], None] | None = None,
+        page_timeout: float = 0,
+        page_memory: int = 0,
     ) -> None:
         #: Called once, when the workers (or the inline signer) are first needed.
         self.on_start = on_start
         self._signer_factory = signer_factory
         self._workers = workers
         self._fast = fast
-        self._pool: ProcessPoolExecutor | None = None
+        self.page_timeout = page_timeout
+        self.page_memory = page_memory
+        self._pool: ProcessPool | None = None
+        self._pending: set[Future] = set()
         self._inline_signer: Any = None
-        self._cache: OrderedDict[bytes, tuple[Extracted, Any]] = OrderedDict()
+        self._cache: OrderedDict[bytes, tuple[Extracted, Any] | PageLimitError] = OrderedDict()
         self._cache_size = cache_size
+        self._limits_logged = 0
 
-    def _get_pool(self) -> ProcessPoolExecutor:
+    def _get_pool(self) -> ProcessPool:
         """The worker processes, started on the first page that needs them: a crawl that
         never extracts (no items, or items with a text field) never starts them."""
         if self._pool is None:
-            # spawn: forking a process that runs a reactor and threads is unsafe.
-            context = multiprocessing.get_context("spawn")
-            pool = ProcessPoolExecutor(
+            # spawn: forking a process that runs a reactor and threads is unsafe. pebble
+            # starts every worker with the first task (each warms up in its initializer).
+            self._pool = ProcessPool(
                 self._workers,
-                mp_context=context,
                 initializer=_init_worker,
-                initargs=(self._signer_factory,),
+                initargs=(self._signer_factory, self.page_memory * 1024 * 1024),
+                context=_WorkerContext(),
             )
-            # Workers are spawned by submit(); spawn them all now, with __main__ hidden, so
-            # they never re-run the script that started the crawl (a script without an
-            # ``if __name__ == "__main__"`` guard would start a crawl in every worker).
-            with _main_module_hidden():
-                for _ in range(self._workers):
-                    pool.submit(_noop).add_done_callback(_ignore)
-            self._pool = pool
             self._started()
         return self._pool
 
@@ -259,14 +379,16 @@ class Extractor:
             self._started()
         return self._inline_signer
 
-    def cached(self, body: bytes) -> tuple[bytes, tuple[Extracted, Any] | None]:
+    def cached(self, body: bytes) -> tuple[bytes, tuple[Extracted, Any] | PageLimitError | None]:
+        """The body's digest, and what extracting it gave before: a result, the
+        :class:`PageLimitError` it hit (not tried again), or None."""
         digest = xxhash.xxh3_128_digest(body)
         found = self._cache.get(digest)
         if found is not None:
             self._cache.move_to_end(digest)
         return digest, found
 
-    def remember(self, digest: bytes, result: tuple[Extracted, Any]) -> None:
+    def remember(self, digest: bytes, result: tuple[Extracted, Any] | PageLimitError) -> None:
         self._cache[digest] = result
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -290,30 +412,84 @@ class Extractor:
         return self._submit(_sign, text)
 
     def _submit(self, fn: Any, *args: Any) -> Future:
+        timeout = self.page_timeout or None
         try:
-            return self._get_pool().submit(fn, *args)
-        except (BrokenProcessPool, RuntimeError):
-            # A worker died (out of memory, a crash in a C extension): start a fresh pool.
+            task = self._get_pool().schedule(_limited, (fn, *args), timeout=timeout)
+        except RuntimeError:
+            # Every worker died at once, or one failed to start: start a fresh pool.
             logger.warning("scrapy-neardup: extraction worker pool broke; restarting it")
-            self.close(wait=False)
-            return self._get_pool().submit(fn, *args)
+            self.close()
+            task = self._get_pool().schedule(_limited, (fn, *args), timeout=timeout)
+        future: Future = Future()
+        self._pending.add(future)
+        task.add_done_callback(lambda done: self._relay(done, future))
+        return future
+
+    def _relay(self, task: Future, future: Future) -> None:
+        """``task``'s outcome to ``future``, a limit hit as :class:`PageLimitError` (in
+        pebble's thread)."""
+        self._pending.discard(future)
+        exc = task.exception() if not task.cancelled() else RuntimeError("cancelled")
+        if isinstance(exc, FutureTimeout):  # _limited turns the tasks' own into RuntimeError
+            exc = PageLimitError("timeout", f"over NEARDUP_PAGE_TIMEOUT ({self.page_timeout:g} s)")
+        elif isinstance(exc, ProcessExpired) and exc.exitcode == MEMORY_EXIT:
+            exc = PageLimitError("memory", f"over NEARDUP_PAGE_MEMORY ({self.page_memory} MiB)")
+        elif isinstance(exc, ProcessExpired):
+            exc = RuntimeError(f"extraction worker died (exit status {exc.exitcode})")
+        with suppress(InvalidStateError):  # already failed by close()
+            if exc is None:
+                future.set_result(task.result())
+            else:
+                future.set_exception(exc)
+
+    def log_limit(self, exc: PageLimitError, what: str, debug: bool) -> None:
+        """Log a limit hit by ``what`` (a URL): the first few at WARNING, the rest at DEBUG
+        unless ``debug`` (NEARDUP_DEBUG)."""
+        self._limits_logged += 1
+        shown = debug or self._limits_logged <= FIRST_LOGGED
+        logger.log(
+            logging.WARNING if shown else logging.DEBUG,
+            "scrapy-neardup: %s went %s in its worker; kept unchecked%s",
+            what,
+            exc,
+            " - no more will be shown (see NEARDUP_DEBUG)"
+            if not debug and self._limits_logged == FIRST_LOGGED
+            else "",
+        )
 
     def close(self, wait: bool = True) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=wait, cancel_futures=True)
-            self._pool = None
+        """Stop the workers at once; tasks still running fail. ``wait`` is kept for callers:
+        pebble ends its workers only when joined, so this always waits (about 0.1 s)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.stop()
+            pool.join()
+        for future in list(self._pending):
+            with suppress(InvalidStateError):  # it finished meanwhile
+                future.set_exception(RuntimeError("the extraction workers were stopped"))
+        self._pending.clear()
 
 
-def _noop() -> None:
-    pass
+class _WorkerProcess(SpawnProcess):
+    """A worker process that never re-runs the script that started the crawl."""
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        # Replacement workers are started from pebble's thread: for that one start (a few
+        # ms) the crawler's own threads would not find a class of the script by pickle.
+        with _main_module_hidden():
+            return SpawnProcess._Popen(process_obj)
 
 
-def _ignore(future: Future) -> None:
-    future.exception()  # retrieved, so a failed warm-up is not reported as unhandled
+class _WorkerContext(SpawnContext):
+    Process = _WorkerProcess
 
 
 @contextmanager
 def _main_module_hidden() -> Iterator[None]:
+    """``__main__`` replaced by an empty module while a worker is spawned: spawn would
+    otherwise re-run the crawl's script in it (one without an ``if __name__ == "__main__"``
+    guard would start a crawl in every worker)."""
     main = sys.modules.get("__main__")
     sys.modules["__main__"] = types.ModuleType("__main__")
     try:

@@ -23,6 +23,7 @@ def test_defaults() -> None:
     assert c.state_dir is None
     assert c.bloom_error_rate == 0.001
     assert c.extract and c.extract_fast
+    assert (c.page_timeout, c.page_memory) == (20.0, 1024)
 
 
 def test_jobdir_gives_state_dir(tmp_path) -> None:
@@ -123,6 +124,10 @@ COMMAND_LINE = [
     ("NEARDUP_WORKERS", "0", "workers", 0),
     ("NEARDUP_MAX_BODY_BYTES", "2048", "max_body_bytes", 2048),
     ("NEARDUP_MAX_TEXT_CHARS", "1000", "max_text_chars", 1000),
+    ("NEARDUP_PAGE_TIMEOUT", "2.5", "page_timeout", 2.5),
+    ("NEARDUP_PAGE_TIMEOUT", "0", "page_timeout", 0.0),
+    ("NEARDUP_PAGE_MEMORY", "512", "page_memory", 512),
+    ("NEARDUP_PAGE_MEMORY", "0", "page_memory", 0),
     ("NEARDUP_STATE_DIR", "/tmp/neardup-state", "state_dir", Path("/tmp/neardup-state")),
     ("NEARDUP_FLUSH_INTERVAL", "0", "flush_interval", 0.0),
     ("NEARDUP_FLUSH_INTERVAL", "2.5", "flush_interval", 2.5),
@@ -210,6 +215,12 @@ def test_backend_params_from_a_json_string_reach_the_method() -> None:
         ("NEARDUP_WORKERS", "many"),
         ("NEARDUP_MAX_BODY_BYTES", "10"),
         ("NEARDUP_MAX_TEXT_CHARS", "all"),
+        ("NEARDUP_PAGE_TIMEOUT", "-1"),
+        ("NEARDUP_PAGE_TIMEOUT", "nan"),
+        ("NEARDUP_PAGE_TIMEOUT", "soon"),
+        ("NEARDUP_PAGE_MEMORY", "1.5"),
+        ("NEARDUP_PAGE_MEMORY", "-5"),
+        ("NEARDUP_PAGE_MEMORY", "1GB"),
         ("NEARDUP_FLUSH_INTERVAL", "-1"),
         ("NEARDUP_FLUSH_INTERVAL", "inf"),
         ("NEARDUP_STORAGE", "disk"),

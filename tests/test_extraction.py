@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import gzip
+import logging
 from pathlib import Path
 
 import pytest
 
-from scrapy_neardup.extraction import Extractor, SignerSpec, extract_main_text
+from scrapy_neardup.extraction import Extractor, PageLimitError, SignerSpec, extract_main_text
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -111,6 +112,35 @@ def test_worker_pool_extracts_in_other_processes() -> None:
         assert extractor.submit_sign("short text").result(timeout=60).near is None
     finally:
         extractor.close()
+
+
+def test_limit_hits_are_logged_with_their_url_at_warning_then_at_debug(caplog) -> None:
+    over = PageLimitError("timeout", "over NEARDUP_PAGE_TIMEOUT (20 s)")
+    extractor = Extractor(SignerSpec("exact", (), 50, 100_000), workers=0)
+    with caplog.at_level(logging.DEBUG, logger="scrapy_neardup.extraction"):
+        for n in range(7):
+            extractor.log_limit(over, f"http://a/{n}", debug=False)
+    assert [r.levelno for r in caplog.records] == [logging.WARNING] * 5 + [logging.DEBUG] * 2
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0] == (
+        "scrapy-neardup: http://a/0 went over NEARDUP_PAGE_TIMEOUT (20 s) in its worker; "
+        "kept unchecked"
+    )
+    assert messages[4].endswith("no more will be shown (see NEARDUP_DEBUG)")
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="scrapy_neardup.extraction"):
+        extractor.log_limit(over, "http://a/7", debug=True)  # NEARDUP_DEBUG: every one shown
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+
+
+def test_a_limit_hit_is_remembered_for_the_same_bytes() -> None:
+    extractor = Extractor(SignerSpec("exact", (), 50, 100_000), workers=0)
+    over = PageLimitError("memory", "over NEARDUP_PAGE_MEMORY (1024 MiB)")
+    digest, found = extractor.cached(b"<html>heavy</html>")
+    assert found is None
+    extractor.remember(digest, over)
+    assert extractor.cached(b"<html>heavy</html>")[1] is over
+    assert extractor.cached(b"<html>other</html>")[1] is None
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data not found (real pages live there)")
