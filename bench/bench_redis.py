@@ -15,7 +15,10 @@ ones), each on an emptied database:
   memory per URL meaningless;
 * ours, as the dupefilter calls it: canonical URL, xxh3 fingerprint, one EVALSHA per request
   (the scalable Bloom filter's atomic test-and-set, sized NEARDUP_BLOOM_CAPACITY = N);
-* ours batched: ``add_many`` of 1,000 requests per EVALSHA (what a batching caller gets).
+* ours batched: ``add_many`` of 1,000 requests per EVALSHA (what a batching caller gets);
+* ours as the scheduler calls it: ``NearDupDupeFilter.request_seen`` on a crawler with
+  ``NEARDUP_STORAGE = "redis"`` (request key, the state's local filter of the URLs this process
+  met, then the test-and-set in the state's URL thread, awaited).
 
 Printed: requests per second, Redis memory per distinct URL (``used_memory`` after minus
 before, from INFO memory; and MEMORY USAGE of the keys alone), round trips per request
@@ -190,6 +193,30 @@ def ours_batched_check(client: redis.Redis, n: int) -> Callable[[list[Request]],
     return check
 
 
+def ours_dupefilter_check(port: int, n: int) -> tuple[Callable[[list[Request]], int], Any]:
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.dupefilter import NearDupDupeFilter
+
+    settings = {
+        "NEARDUP_STORAGE": "redis",
+        "NEARDUP_REDIS_URL": f"redis://127.0.0.1:{port}/0",
+        "NEARDUP_KEY_PREFIX": "bench",
+        "NEARDUP_BLOOM_CAPACITY": n,
+    }
+    dupefilter = NearDupDupeFilter.from_crawler(get_crawler(settings_dict=settings))
+    dupefilter.open()  # first contact (and the method's parameters) before the clock starts
+    state = dupefilter.state
+    for client in (state.redis_client, state.redis_url_client):  # count its round trips
+        client.connection_pool.connection_class = CountingConnection
+        client.connection_pool.reset()
+
+    def check(requests: list[Request]) -> int:
+        return sum(dupefilter.request_seen(r) for r in requests)
+
+    return check, dupefilter
+
+
 def run(n: int) -> list[dict[str, Any]]:
     urls, variants, source = make_urls(n)
     requests = [Request(u) for u in urls]
@@ -201,6 +228,7 @@ def run(n: int) -> list[dict[str, Any]]:
         if not has_bloom_module(client):
             print("  (no RedisBloom module on this server: BF.ADD path not measured)")
         bloom_check, bloom_name = bloomfilter_check(client, n)
+        dupefilter_check, dupefilter = ours_dupefilter_check(server.port, n)
         # Its one-command-per-bit costs ~20 round trips a request: a subset keeps it short.
         bloom_share = requests[: min(len(requests), 30_000)]
         rows = [
@@ -213,7 +241,9 @@ def run(n: int) -> list[dict[str, Any]]:
                 requests,
                 ours_batched_check(client, n),
             ),
+            measure("scrapy-neardup dupefilter (RedisState)", client, requests, dupefilter_check),
         ]
+        dupefilter.close("finished")
         client.close()
     return rows
 

@@ -3,63 +3,112 @@
 Nothing is written to the state directory: the URL filter
 (:mod:`scrapy_neardup.storage.redis_urls`), the indexes and the clusters
 (:mod:`scrapy_neardup.storage.redis_index`) live in Redis, shared by every crawler process
-that uses the same ``NEARDUP_KEY_PREFIX``. When Redis is slow or gone,
-:meth:`RedisState._redis_call` decides, per ``NEARDUP_REDIS_ON_ERROR``:
+that uses the same ``NEARDUP_KEY_PREFIX``.
+
+**No Redis call on the reactor thread.** Calls run in two threads of the state, each with its
+own client, every call bounded by ``NEARDUP_REDIS_TIMEOUT`` and never retried by redis-py (a
+failed call is an outage, below; a Bloom test-and-set must not run twice): URL test-and-sets,
+which crawling waits on, in one; content checks, the health probe and the writing of what was
+let through during an outage in the other. The pipeline and the downloader middleware await
+them. The dupefilter cannot (Scrapy's scheduler wants a bool at once): it waits for the URL
+thread at most :data:`SYNC_WAIT` seconds per turn of the reactor, and not at all while that
+thread has been stuck on a call for longer. Past that it answers from what this process
+knows and lets the request through; the check goes on in the thread, and the downloader
+middleware awaits its answer before the download, dropping the request then if Redis knew
+it. A slow Redis so slows the crawl down, and never freezes it.
+
+**Outages.** A call that fails (refused, timed out) starts an outage: one WARNING, counted in
+``neardup/redis/errors``. Until it ends nothing waits on Redis (calls queued in the threads
+fail at once) and ``NEARDUP_REDIS_ON_ERROR`` decides:
 
 - ``fail-open`` (default): nothing is lost. URLs and items are checked against what this
   process knows: every URL it recorded or was told of (a local Bloom filter mirrors them) and
   the items it kept during the outage. What is new to it is crawled or kept "unchecked"
   (counted in ``neardup/urls/unchecked`` and ``neardup/items/unchecked``): another crawler
   may have it. Unchecked URLs and items are remembered (up to ``BACKLOG_MAX``) and written to
-  Redis when it is back, so the other crawlers learn of them.
+  Redis when it is back.
 - ``fail-closed``: the crawl is stopped (``close_spider`` with reason
   ``neardup_redis_unavailable``); URLs and items met until it stops are dropped, never let
   through unchecked.
 
-One WARNING per outage, not per item; Redis is asked again at most every
-``RETRY_INTERVAL`` seconds (so an outage does not block the reactor on every request) and
-the client reconnects by itself when it is back.
+A health probe (PING, in the content thread) runs at most every ``RETRY_INTERVAL`` seconds
+during an outage; when Redis answers, what was let through is written and the outage ends.
+
+**Reconciliation.** An item kept unchecked is checked against Redis then, as any item is. If
+Redis holds a near-duplicate of it (kept by another crawler during the outage, or before),
+the late item joins that cluster as a duplicate, counted in ``neardup/items/reconciled`` and
+recorded in ``{prefix}:neardup:late`` for ``scrapy neardup-stats --redis-url`` to list: it was
+delivered, and one of the two copies should be cleaned from the output. Items dropped during
+the outage as copies of it follow it into that cluster. A URL let through unchecked that Redis
+turns out to know is counted in ``neardup/urls/late_duplicates``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import sys
+import threading
 import time
-from collections import deque
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 
 from scrapy_neardup.algorithms.exact import ExactMethod
-from scrapy_neardup.engine import Deduplicator, Signed, Verdict
+from scrapy_neardup.engine import Deduplicator, Member, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError
 from scrapy_neardup.state.base import NearDupState
+from scrapy_neardup.twisted_futures import await_future
 from scrapy_neardup.urls import ScalableBloomFilter
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-#: Seconds between two attempts to reach a Redis that went away.
+#: Seconds between two health probes of a Redis that went away.
 RETRY_INTERVAL = 1.0
 #: URLs and kept documents remembered during an outage, written to Redis when it is back.
 BACKLOG_MAX = 100_000
+#: Seconds the dupefilter may wait for URL answers in one turn of the reactor (never more
+#: than NEARDUP_REDIS_TIMEOUT): with Scrapy's own work in the same turn (a page's links),
+#: a turn then stays well under 100 ms on a loaded 2-core machine.
+SYNC_WAIT = 0.025
+#: URL checks let through before their answer came, kept for the downloader middleware.
+LATE_MAX = 100_000
+#: URLs written to Redis per call when an outage ends.
+URL_BATCH = 1000
+
+
+class RedisUnavailable(Exception):
+    """A call was not made, or failed: Redis is in an outage (raised in the state's threads)."""
 
 
 class GuardedDeduplicator(Deduplicator):
-    """A :class:`Deduplicator` on Redis stores whose checks go through the state's outage
-    handling (``guard(key, signed, check)``)."""
+    """A :class:`Deduplicator` on Redis stores whose ``check_signed`` goes through the state's
+    content thread and outage handling (``guard``); ``check_direct`` is the check itself."""
 
-    def __init__(self, *args: Any, guard: Callable[..., Verdict], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, guard: Callable[[str, Signed], Verdict], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._guard = guard
 
     def check_signed(self, key: str, signed: Signed) -> Verdict:
-        return self._guard(key, signed, super().check_signed)
+        return self._guard(key, signed)
+
+    def check_direct(self, key: str, signed: Signed) -> Verdict:
+        return super().check_signed(key, signed)
+
+
+def _running_reactor() -> Any:
+    """The Twisted reactor if one runs (never installs one)."""
+    reactor = sys.modules.get("twisted.internet.reactor")
+    return reactor if reactor is not None and getattr(reactor, "running", False) else None
 
 
 class RedisState(NearDupState):
     """URL filter, indexes and clusters in Redis under ``{prefix}:neardup:``."""
+
+    remote = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -71,14 +120,16 @@ class RedisState(NearDupState):
             raise ConfigError(
                 "NEARDUP_KEY_PREFIX", prefix, "a key prefix (there is no spider name to use)"
             )
-        self._client_mod, self._urls_mod = redis_client, redis_urls
+        self._client_mod, self._urls_mod, self._index_mod = redis_client, redis_urls, redis_index
         self.errors = redis_client.REDIS_ERRORS
         self.urls = ScalableBloomFilter(config.bloom_capacity, config.bloom_error_rate)
-        self.redis_client = redis_client.connect(config.redis_url, config.redis_timeout)
-        # Bloom test-and-set must not be retried blindly (see RedisBloomFilter).
+        # One client per thread, neither retrying on its own (see the module docstring).
+        self.redis_client = redis_client.connect(config.redis_url, config.redis_timeout, retries=0)
         self.redis_url_client = redis_client.connect(
             config.redis_url, config.redis_timeout, retries=0
         )
+        self._url_thread = ThreadPoolExecutor(1, thread_name_prefix="neardup-redis-urls")
+        self._content_thread = ThreadPoolExecutor(1, thread_name_prefix="neardup-redis-content")
         method, exact = config.make_method(), ExactMethod()
 
         def stores(name: str) -> Any:
@@ -86,54 +137,110 @@ class RedisState(NearDupState):
             return redis_index.RedisBucketStore(self.redis_client, prefix, name, codec)
 
         self.dedup = GuardedDeduplicator(
-            method, min_tokens=config.min_tokens, stores=stores, guard=self._redis_check
+            method, min_tokens=config.min_tokens, stores=stores, guard=self._check_blocking
         )
-        self.dedup.recorder = redis_index.RedisRecorder(self.redis_client, prefix)
+        self.recorder = redis_index.RedisRecorder(self.redis_client, prefix)
+        self.dedup.recorder = self.recorder
         self._redis_ready = False
+        self._connect_lock = threading.Lock()
+        # Outage, backlogs, the local URL filter and late checks: touched from every thread.
+        self._lock = threading.Lock()
+        self._stats_lock = threading.Lock()
         self._outage: float | None = None
         self._retry_at = 0.0
+        self._probing = False
         self._stopping = False
         self._url_backlog: deque[bytes] = deque(maxlen=BACKLOG_MAX)
-        self._doc_backlog: deque[tuple[str, Signed]] = deque(maxlen=BACKLOG_MAX)
-        # This process's own URLs, to answer from during an outage (about 2 bytes a URL).
-        self._local_urls = ScalableBloomFilter(
-            min(config.bloom_capacity, 100_000), config.bloom_error_rate
-        )
+        # Items kept unchecked: (key asked for, key given during the outage, signatures, key
+        # a check that failed may have written in Redis all the same, as its reply was lost);
+        # and (key asked for, duplicate) of items found copies of those; content thread only.
+        self._doc_backlog: deque[tuple[str, str, Signed, str | None]] = deque(maxlen=BACKLOG_MAX)
+        self._member_backlog: deque[tuple[str, Member]] = deque(maxlen=BACKLOG_MAX)
+        self._heads: dict[str, str] = {}  # key given during the outage -> its head in Redis
+        self._local_urls = self._new_local_urls()
         self._outage_dedup: Deduplicator | None = None  # items kept during an outage
-        self._unchecked = 0
+        # What the current outage let through, and what of it Redis knew once back.
+        self._outage_counts: Counter[str] = Counter()
+        self._wait = min(SYNC_WAIT, config.redis_timeout)
+        self._turn_ends: float | None = None
+        self._url_busy_since: float | None = None
+        self._late: dict[bytes, Future[bool]] = {}
+        self._settled_later = False  # whether UrlFilterMiddleware awaits late answers
+        self._shared_queue = False  # whether requests go to a queue other processes pop
+
+    def _new_local_urls(self) -> ScalableBloomFilter:
+        """This process's URLs (about 2.5 bytes a URL), answered from before asking Redis and
+        during an outage; at a tenth of the error rate, so that its false positives add a
+        tenth to Redis's filter's."""
+        config = self.config
+        return ScalableBloomFilter(
+            min(config.bloom_capacity, 100_000), max(config.bloom_error_rate / 10, 1e-12)
+        )
 
     def _where(self) -> str:
         kwargs = self.redis_client.get_connection_kwargs()
         return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
 
+    def _submit(self, pool: ThreadPoolExecutor, fn: Callable[..., Any], *args: Any) -> Future:
+        """``fn(*args)`` in ``pool``'s thread; here once the state is closed and the threads
+        are gone (scrapy-redis flushes its dupefilter at the very end)."""
+        try:
+            return pool.submit(fn, *args)
+        except RuntimeError:
+            future: Future = Future()
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:
+                future.set_exception(exc)
+            return future
+
+    def inc(self, key: str, count: int = 1) -> None:
+        with self._stats_lock:  # called from the state's threads too
+            super().inc(key, count)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
     def _connect_redis(self) -> None:
         """First contact: record the crawl's parameters, or check them against Redis's."""
         if self._redis_ready:
             return
-        self._client_mod.check_meta(
-            self.redis_client,
-            self.key_prefix,
-            "content",
-            {
-                "method": self.dedup.method.name,
-                "params": self.dedup.method.params(),
-                "min_tokens": self.dedup.min_tokens,
-            },
-        )
-        urls = self._urls_mod.url_filter(
-            self.redis_url_client,
-            self.key_prefix,
-            self.config.bloom_capacity,
-            self.config.bloom_error_rate,
-        )
-        self._client_mod.check_meta(self.redis_client, self.key_prefix, "urls", urls.params())
-        self.urls = urls
-        self._redis_ready = True
+        with self._connect_lock:
+            if self._redis_ready:
+                return
+            self._client_mod.check_meta(
+                self.redis_client,
+                self.key_prefix,
+                "content",
+                {
+                    "method": self.dedup.method.name,
+                    "params": self.dedup.method.params(),
+                    "min_tokens": self.dedup.min_tokens,
+                },
+            )
+            urls = self._urls_mod.url_filter(
+                self.redis_url_client,
+                self.key_prefix,
+                self.config.bloom_capacity,
+                self.config.bloom_error_rate,
+            )
+            self._client_mod.check_meta(self.redis_client, self.key_prefix, "urls", urls.params())
+            self.urls = urls
+            self._redis_ready = True
+
+    def _first_contact(self) -> tuple[int, int]:
+        """In the content thread: connect; the URLs and documents Redis holds."""
+        self._connect_redis()
+        return len(self.urls), len(self.dedup)
 
     def _open(self) -> None:
+        self._settled_later = self._middleware_awaits()
+        self._shared_queue = self._scheduler_shares_queue()
+        future = self._submit(self._content_thread, self._first_contact)
         try:
-            self._connect_redis()
-        except self.errors as exc:
+            urls, docs = future.result(timeout=self.config.redis_timeout + 1.0)
+        except (*self.errors, FutureTimeout) as exc:
+            if isinstance(exc, FutureTimeout):
+                exc = TimeoutError(f"no answer within {self.config.redis_timeout} s")
             if self.config.redis_on_error == "fail-closed":
                 raise StateError(
                     f"Redis at {self.config.redis_url} is unavailable ({exc}) and "
@@ -141,19 +248,47 @@ class RedisState(NearDupState):
                 ) from None
             self._redis_failed(exc)
             return
-        with contextlib.suppress(*self.errors):
-            logger.info(
-                "scrapy-neardup: state in Redis %s under %s:neardup:* : %d URLs, %d documents kept",
-                self._where(),
-                self.key_prefix,
-                len(self.urls),
-                len(self.dedup),
-            )
+        logger.info(
+            "scrapy-neardup: state in Redis %s under %s:neardup:* : %d URLs, %d documents kept",
+            self._where(),
+            self.key_prefix,
+            urls,
+            docs,
+        )
+
+    def _middleware_awaits(self) -> bool:
+        """Whether UrlFilterMiddleware is on, to await the URL checks answered late."""
+        config, crawler = self.config, self.crawler
+        if crawler is None or not (config.enabled and config.url_filter):
+            return False
+        from scrapy_neardup.middlewares import UrlFilterMiddleware, component_enabled
+
+        return component_enabled(crawler.settings, "DOWNLOADER_MIDDLEWARES", UrlFilterMiddleware)
+
+    def _scheduler_shares_queue(self) -> bool:
+        """Whether the scheduler is scrapy-redis's: its queue is in Redis, popped by every
+        process, so a request let in before its answer came could be fetched by a process
+        that never learns the answer. Its scheduler calls Redis on the reactor thread for
+        every request anyway; with it the dupefilter waits for the answer."""
+        settings = getattr(self.crawler, "settings", None)
+        scheduler = settings.get("SCHEDULER") if settings is not None else None
+        if scheduler is None:
+            return False
+        path = scheduler if isinstance(scheduler, str) else scheduler.__module__
+        return path.startswith("scrapy_redis.")
 
     def _close(self) -> None:
-        if self._outage is not None:
-            self._retry_at = 0.0  # one last try to write the backlog
-            self._redis_call(lambda: None, lambda: None)
+        with self._lock:
+            self._late.clear()
+        future = self._submit(self._content_thread, self._final)
+        try:
+            future.result(timeout=self.config.redis_timeout + 1.0)
+        except FutureTimeout:
+            logger.warning(
+                "scrapy-neardup: Redis at %s did not answer within %.1f s at close",
+                self._where(),
+                self.config.redis_timeout,
+            )
         if self._url_backlog or self._doc_backlog:
             logger.warning(
                 "scrapy-neardup: Redis was not back before the crawl ended: %d URLs and %d "
@@ -161,45 +296,35 @@ class RedisState(NearDupState):
                 len(self._url_backlog),
                 len(self._doc_backlog),
             )
-        if self._opened and self._outage is None:
-            with contextlib.suppress(*self.errors):
-                self.set_final_stats()
+        for pool in (self._url_thread, self._content_thread):
+            pool.shutdown(wait=False, cancel_futures=True)
         for client in (self.redis_client, self.redis_url_client):
             client.close()
 
-    def clear_urls(self) -> None:
-        """Delete the URL filter's keys (scrapy-redis's ``SCHEDULER_PERSIST = False``)."""
-        self._redis_call(self._clear_urls, lambda: None)
+    def _final(self) -> None:
+        """In the content thread, at close: write what is left, then the final stats."""
+        if self._outage is not None:
+            self._probe()  # one last try
+        elif self._url_backlog or self._doc_backlog or self._member_backlog:
+            try:
+                self._write_backlogs()
+            except self.errors as exc:
+                self._redis_failed(exc)
+        if self._opened and self._outage is None:
+            with contextlib.suppress(*self.errors):
+                self.set_final_stats()
 
-    def _clear_urls(self) -> None:
-        self._urls_mod.clear_url_filter(self.redis_url_client, self.key_prefix)
-        self._local_urls = ScalableBloomFilter(
-            min(self.config.bloom_capacity, 100_000), self.config.bloom_error_rate
-        )
-        self._url_backlog.clear()
-        self._redis_ready = False  # the filter's meta is written again on next use
-
-    def _redis_call(self, call: Callable[[], T], unchecked: Callable[[], T]) -> T:
-        """``call()``, or ``unchecked()`` while Redis is unavailable (see the module docstring)."""
-        if self._outage is not None and time.monotonic() < self._retry_at:
-            return unchecked()
-        try:
-            self._connect_redis()
-            if self._outage is not None:
-                self.redis_client.ping()  # back for real before saying so
-                self._recover()
-            return call()
-        except self.errors as exc:
-            self._redis_failed(exc)
-            return unchecked()
+    # -- outages --------------------------------------------------------------------------
 
     def _redis_failed(self, exc: BaseException) -> None:
+        """A call failed (any thread): start an outage, unless one is on."""
         self.inc("neardup/redis/errors")
-        now = time.monotonic()
-        self._retry_at = now + RETRY_INTERVAL
-        if self._outage is not None:
-            return
-        self._outage = now
+        with self._lock:
+            now = time.monotonic()
+            self._retry_at = now + RETRY_INTERVAL
+            if self._outage is not None:
+                return
+            self._outage = now
         closed = self.config.redis_on_error == "fail-closed"
         logger.log(
             logging.ERROR if closed else logging.WARNING,
@@ -213,27 +338,104 @@ class RedisState(NearDupState):
             else "URLs and items are let through unchecked until it is back",
         )
         if closed:
-            self._stop_crawl()
+            from twisted.python import threadable
+
+            reactor = _running_reactor()
+            if reactor is not None and not threadable.isInIOThread():
+                reactor.callFromThread(self._stop_crawl)
+            else:
+                self._stop_crawl()
+
+    def _probe_soon(self) -> None:
+        """During an outage: a health probe in the content thread, at most every
+        RETRY_INTERVAL seconds (asked for by every check, so cheap when not due)."""
+        with self._lock:
+            if self._probing or self._closed or time.monotonic() < self._retry_at:
+                return
+            self._probing = True
+        self._submit(self._content_thread, self._probe)
+
+    def _probe(self) -> None:
+        """In the content thread: when Redis answers, write the backlogs, end the outage."""
+        try:
+            self.redis_client.ping()
+            self.redis_url_client.ping()
+            self._connect_redis()
+            self._recover()
+        except self.errors as exc:
+            self._redis_failed(exc)
+        except StateError as exc:  # back, but with other parameters recorded: say so once
+            self._retry_at = math.inf
+            logger.error("scrapy-neardup: Redis is back but cannot be used: %s", exc)
+        finally:
+            self._probing = False
 
     def _recover(self) -> None:
         """Redis answers again: write what was let through meanwhile, then say so."""
-        if self._url_backlog:
-            self.urls.add_many(list(self._url_backlog))
-            self._url_backlog.clear()
-        while self._doc_backlog:
-            key, signed = self._doc_backlog[0]
-            self.dedup.restore_head(key, signed)
-            self._doc_backlog.popleft()
-        logger.warning(
-            "scrapy-neardup: Redis at %s is back after %.1f s (%d URLs and items let through "
-            "unchecked meanwhile)",
-            self._where(),
-            time.monotonic() - (self._outage or 0.0),
-            self._unchecked,
-        )
-        self._outage = None
+        while True:
+            self._write_backlogs()
+            with self._lock:
+                if self._url_backlog:  # let through while the rest was written
+                    continue
+                started, self._outage = self._outage, None
+                counts, self._outage_counts = self._outage_counts, Counter()
+                break
         self._outage_dedup = None
-        self._unchecked = 0
+        logger.warning(
+            "scrapy-neardup: Redis at %s is back after %.1f s: %d URLs and %d items were let "
+            "through unchecked meanwhile; %d of those URLs were known to it, and %d of those "
+            "items are duplicates of items it holds (delivered all the same: `scrapy "
+            "neardup-stats --redis-url URL --key-prefix %s` lists them)",
+            self._where(),
+            time.monotonic() - (started or 0.0),
+            counts["urls"],
+            counts["items"],
+            counts["late_urls"],
+            counts["late_items"],
+            self.key_prefix,
+        )
+
+    def _write_backlogs(self) -> None:
+        """In the content thread: URLs, then items (checked as any item), then their copies."""
+        while self._url_backlog:
+            with self._lock:
+                n = min(URL_BATCH, len(self._url_backlog))
+                batch = [self._url_backlog.popleft() for _ in range(n)]
+            try:
+                seen = self.urls.add_many(batch)
+            except BaseException:
+                with self._lock:
+                    self._url_backlog.extendleft(reversed(batch))
+                raise
+            # (A URL whose own test-and-set failed after Redis ran it counts here too.)
+            late = sum(seen)
+            if late:
+                self.inc("neardup/urls/late_duplicates", late)
+                with self._lock:
+                    self._outage_counts["late_urls"] += late
+        while self._doc_backlog:
+            key, given, signed, written = self._doc_backlog[0]
+            verdict = None if written is None else self._recorded(written)
+            if verdict is None:
+                written = self.unique_key(key)
+                self._doc_backlog[0] = (key, given, signed, written)  # a retry finds it
+                verdict = self.dedup.check_direct(written, signed)
+            self._heads[given] = verdict.duplicate_of or verdict.key
+            if verdict.is_duplicate:
+                self.recorder.late(
+                    Member(verdict.key, verdict.duplicate_of, verdict.method, verdict.similarity)
+                )
+                self.inc("neardup/items/reconciled")
+                with self._lock:
+                    self._outage_counts["late_items"] += 1
+            self._doc_backlog.popleft()
+        while self._member_backlog:
+            key, member = self._member_backlog[0]
+            head = self._heads.get(member.head, member.head)
+            joined = Member(self.unique_key(key), head, member.method, member.similarity)
+            self.recorder.member(joined)
+            self._member_backlog.popleft()
+        self._heads.clear()
 
     def _stop_crawl(self) -> None:
         if self._stopping or self.crawler is None or self.crawler.engine is None:
@@ -248,51 +450,232 @@ class RedisState(NearDupState):
         else:  # Scrapy < 2.14
             engine.close_spider(self.crawler.spider, reason)
 
+    # -- URLs -----------------------------------------------------------------------------
+
+    def _url_job(self, key: bytes) -> bool:
+        """In the URL thread: test-and-set of ``key`` in Redis."""
+        self._url_busy_since = time.monotonic()
+        try:
+            if self._outage is not None:
+                raise RedisUnavailable
+            try:
+                self._connect_redis()
+                seen = self.urls.add(key)
+            except self.errors as exc:
+                self._redis_failed(exc)
+                raise RedisUnavailable from exc
+        finally:
+            self._url_busy_since = None
+        with self._lock:
+            self._local_urls.add(key)
+        if not seen:
+            self.inc("neardup/urls/recorded")
+        return seen
+
     def key_seen(self, key: bytes, on_new: Callable[[bytes], None] | None = None) -> bool:
-        def unchecked() -> bool:
-            if self.config.redis_on_error == "fail-closed":
-                self.inc("neardup/urls/unchecked")
-                return True  # not crawled: the crawl is stopping
+        """Test and set for synchronous callers (the dupefilter): waits for the URL thread
+        only as long as the reactor can afford (see the module docstring)."""
+        if self._known(key):
+            return True
+        if self._outage is not None:
+            self._probe_soon()
+            return self._unchecked_url(key)
+        future = self._submit(self._url_thread, self._url_job, key)
+        try:
+            return future.result(timeout=self._wait_left())
+        except FutureTimeout:
+            return self._answer_late(key, future)
+        except RedisUnavailable:
+            return self._unchecked_url(key)
+
+    async def key_seen_async(self, key: bytes) -> bool:
+        if self._known(key):
+            return True
+        if self._outage is not None:
+            self._probe_soon()
+            return self._unchecked_url(key)
+        try:
+            return await await_future(self._submit(self._url_thread, self._url_job, key))
+        except RedisUnavailable:
+            return self._unchecked_url(key)
+
+    def _known(self, key: bytes) -> bool:
+        """Whether this process met ``key`` (recorded it in Redis, or let it through): then
+        Redis knows it too, and no round trip is needed."""
+        with self._lock:
+            return key in self._local_urls
+
+    def _wait_left(self) -> float | None:
+        """Seconds the caller may still wait for the URL thread: what is left of this turn
+        of the reactor's SYNC_WAIT; none while the thread is stuck on a call; without a
+        running reactor (a script, a test), or with a shared queue, the whole timeout."""
+        reactor = _running_reactor()
+        if reactor is None or self._shared_queue:
+            return self.config.redis_timeout + 1.0
+        now = time.monotonic()
+        busy = self._url_busy_since
+        if busy is not None and now - busy >= self._wait:
+            return 0.0
+        if self._turn_ends is None:
+            self._turn_ends = now + self._wait
+            reactor.callLater(0, self._next_turn)
+        return max(0.0, self._turn_ends - now)
+
+    def _next_turn(self) -> None:
+        self._turn_ends = None
+
+    def _answer_late(self, key: bytes, future: Future[bool]) -> bool:
+        """No answer in time: answer from what this process knows. The check goes on in the
+        URL thread; UrlFilterMiddleware awaits its answer before the download."""
+        self.inc("neardup/urls/answered_late")
+        with self._lock:
+            if self._local_urls.add(key):
+                return True  # this process met it: filtered as usual
+        if not self._settled_later and self.config.redis_on_error == "fail-closed":
+            self.inc("neardup/urls/unchecked")
+            return True  # dropped: nothing would await the answer
+        if self._settled_later:
+            with self._lock:
+                self._late[key] = future
+                if len(self._late) > LATE_MAX:
+                    del self._late[next(iter(self._late))]
+        future.add_done_callback(lambda done: self._late_answer(key, done))
+        return False
+
+    def _late_answer(self, key: bytes, future: Future[bool]) -> None:
+        """The answer to a check let through before it came (in the URL thread)."""
+        failed = future.cancelled() or future.exception() is not None
+        if not failed:
+            if not future.result():
+                with self._lock:
+                    self._late.pop(key, None)  # new: the request goes on
+            elif not self._settled_later:
+                self.inc("neardup/urls/late_duplicates")  # crawled, and Redis knew it
+            return
+        self.inc("neardup/urls/unchecked")
+        if self.config.redis_on_error == "fail-open":
+            with self._lock:
+                self._late.pop(key, None)
+                self._url_backlog.append(key)
+                self._outage_counts["urls"] += 1
+        # fail-closed: the middleware finds the failed check and drops the request
+
+    def late_check(self, key: bytes) -> Awaitable[bool] | None:
+        with self._lock:
+            future = self._late.pop(key, None)
+        return None if future is None else self._settle(future)
+
+    @property
+    def has_late_checks(self) -> bool:
+        return bool(self._late)
+
+    async def _settle(self, future: Future[bool]) -> bool:
+        try:
+            return await await_future(future)
+        except (RedisUnavailable, CancelledError):
+            return self.config.redis_on_error == "fail-closed"
+
+    def _unchecked_url(self, key: bytes) -> bool:
+        """Redis is unavailable: fail-closed drops; fail-open filters what this process knows
+        and lets the rest through (counted, and written to Redis when it is back)."""
+        if self.config.redis_on_error == "fail-closed":
+            self.inc("neardup/urls/unchecked")
+            return True  # not crawled: the crawl is stopping
+        with self._lock:
             if self._local_urls.add(key):
                 return True  # this process has met it: filtered as usual
-            self.inc("neardup/urls/unchecked")
-            self._unchecked += 1
             self._url_backlog.append(key)
-            return False
+            self._outage_counts["urls"] += 1
+        self.inc("neardup/urls/unchecked")
+        return False
 
-        def check() -> bool:
-            seen = self.urls.add(key)
-            self._local_urls.add(key)
-            if not seen:
-                self.inc("neardup/urls/recorded")
-            return seen
+    def clear_urls(self) -> None:
+        """Delete the URL filter's keys (scrapy-redis's ``SCHEDULER_PERSIST = False``)."""
+        future = self._submit(self._url_thread, self._clear_urls)
+        with contextlib.suppress(RedisUnavailable, FutureTimeout):
+            future.result(timeout=self.config.redis_timeout + 1.0)
 
-        return self._redis_call(check, unchecked)
+    def _clear_urls(self) -> None:
+        if self._outage is not None:
+            raise RedisUnavailable
+        try:
+            self._urls_mod.clear_url_filter(self.redis_url_client, self.key_prefix)
+        except self.errors as exc:
+            self._redis_failed(exc)
+            raise RedisUnavailable from exc
+        with self._lock:
+            self._local_urls = self._new_local_urls()
+            self._url_backlog.clear()
+        self._redis_ready = False  # the filter's meta is written again on next use
 
-    def _redis_check(
-        self, key: str, signed: Signed, check: Callable[[str, Signed], Verdict]
+    # -- items ----------------------------------------------------------------------------
+
+    async def check_item(self, key: str, signed: Signed) -> Verdict:
+        if self._outage is not None:
+            self._probe_soon()
+        future = self._submit(self._content_thread, self._content_job, key, signed)
+        return await await_future(future)
+
+    def _check_blocking(self, key: str, signed: Signed) -> Verdict:
+        """``dedup.check_signed`` for callers off the reactor (scripts, tests): ``key`` as
+        given, in the content thread."""
+        if self._outage is not None:
+            self._probe_soon()
+        return self._submit(self._content_thread, self._content_job, key, signed, False).result()
+
+    def _content_job(self, key: str, signed: Signed, unique: bool = True) -> Verdict:
+        """In the content thread: the item's check in Redis, or from what this process knows."""
+        written = None
+        if self._outage is None:
+            try:
+                self._connect_redis()
+                written = self.unique_key(key) if unique else key
+                return self.dedup.check_direct(written, signed)
+            except self.errors as exc:
+                self._redis_failed(exc)
+        return self._unchecked_item(key, signed, unique, written)
+
+    def _key_taken(self, key: str) -> bool:
+        kept, member = self._index_mod.recorded(self.redis_client, self.key_prefix, key)
+        return kept or member is not None
+
+    def _recorded(self, key: str) -> Verdict | None:
+        """What Redis holds of ``key``: a check whose reply was lost may have written it."""
+        kept, member = self._index_mod.recorded(self.redis_client, self.key_prefix, key)
+        if member is not None:
+            return Verdict(key, *member)
+        return Verdict(key) if kept else None
+
+    def _unchecked_item(
+        self, key: str, signed: Signed, unique: bool, written: str | None = None
     ) -> Verdict:
-        def unchecked() -> Verdict:
-            if self.config.redis_on_error == "fail-closed":
-                from scrapy.exceptions import DropItem
+        if self.config.redis_on_error == "fail-closed":
+            from scrapy.exceptions import DropItem
 
-                self.inc("neardup/items/unchecked")
-                # INFO: the outage has its one ERROR; a line per item met while the crawl
-                # stops would bury it (they are counted in neardup/items/unchecked).
-                raise DropItem(
-                    "not checked for near-duplicates: Redis is unavailable and "
-                    "NEARDUP_REDIS_ON_ERROR is 'fail-closed'",
-                    log_level="INFO",
-                )
-            if self._outage_dedup is None:
-                self._outage_dedup = Deduplicator(
-                    self.dedup.method, min_tokens=self.dedup.min_tokens
-                )
-            verdict = self._outage_dedup.check_signed(key, signed)
-            if not verdict.is_duplicate:
-                self.inc("neardup/items/unchecked")
-                self._unchecked += 1
-                self._doc_backlog.append((key, signed))
-            return verdict
-
-        return self._redis_call(lambda: check(key, signed), unchecked)
+            self.inc("neardup/items/unchecked")
+            # INFO: the outage has its one ERROR; a line per item met while the crawl
+            # stops would bury it (they are counted in neardup/items/unchecked).
+            raise DropItem(
+                "not checked for near-duplicates: Redis is unavailable and "
+                "NEARDUP_REDIS_ON_ERROR is 'fail-closed'",
+                log_level="INFO",
+            )
+        if self._outage_dedup is None:
+            self._outage_dedup = Deduplicator(self.dedup.method, min_tokens=self.dedup.min_tokens)
+        local = self._outage_dedup
+        given = key
+        if unique:
+            n = 2
+            while given in local.exact.store or given in local.members:
+                given, n = f"{key}#{n}", n + 1
+        verdict = local.check_signed(given, signed)
+        if verdict.is_duplicate:
+            self._member_backlog.append(
+                (key, Member(given, verdict.duplicate_of, verdict.method, verdict.similarity))
+            )
+        else:
+            self.inc("neardup/items/unchecked")
+            self._doc_backlog.append((key, given, signed, written))
+            with self._lock:
+                self._outage_counts["items"] += 1
+        return verdict

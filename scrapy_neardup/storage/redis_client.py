@@ -13,7 +13,9 @@ or the spider's name, never random, so a crawl's keys are never orphaned)::
     {p}:neardup:<index>:docs         HASH  id -> u32 len | key UTF-8 | signature (method.encode)
     {p}:neardup:<index>:b:<bucket>   STRING the ids in a bucket, u32 little-endian each, appended
     {p}:neardup:members              HASH  duplicate key -> u32 len | head | u32 len | method | f64
-    {p}:neardup:counts               HASH  counters (duplicates/<method>, ...)
+    {p}:neardup:late                 HASH  the same, for duplicates found only once Redis was
+                                           back from an outage (both copies were delivered)
+    {p}:neardup:counts               HASH  counters (duplicates/<method>, late_duplicates)
 
 ``<index>`` is ``exact`` or the method's name. Signatures are the methods' own little-endian
 ``encode`` output: no pickle anywhere.
@@ -51,7 +53,8 @@ REDIS_ERRORS: tuple[type[BaseException], ...] = (
 def connect(url: str, timeout: float = 5.0, retries: int = 2) -> redis.Redis:
     """A client for ``url`` with timeouts and redis-py's retry with jittered backoff.
 
-    ``retries=0`` for calls that must not run twice (see :class:`RedisBloomFilter`).
+    ``retries=0`` for calls that must not run twice (see :class:`RedisBloomFilter`), and
+    where a failed call is better reported at once: the crawl state's clients have none.
     """
     return redis.Redis.from_url(
         url,

@@ -211,6 +211,7 @@ class RedisRecorder:
         self.client = client
         self.members = f"{key_base(prefix)}:members"
         self.counts = f"{key_base(prefix)}:counts"
+        self.late_members = f"{key_base(prefix)}:late"
 
     def head(self, key: str, signed: Any) -> None:
         pass
@@ -221,6 +222,18 @@ class RedisRecorder:
             self.members, member.key, pack_member(member.head, member.method, member.similarity)
         )
         pipe.hincrby(self.counts, f"duplicates/{member.method}", 1)
+        pipe.execute()
+
+    def late(self, member: Any) -> None:
+        """A duplicate found only after it was delivered (kept while Redis was unavailable);
+        :meth:`member` recorded it already as a duplicate."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(
+            self.late_members,
+            member.key,
+            pack_member(member.head, member.method, member.similarity),
+        )
+        pipe.hincrby(self.counts, "late_duplicates", 1)
         pipe.execute()
 
 
@@ -245,7 +258,23 @@ def unpack_member(data: bytes) -> tuple[str, str, float]:
     return head, method, similarity
 
 
-def members(client: redis.Redis, prefix: str) -> Iterable[tuple[str, str, str, float]]:
-    """(duplicate, head, method, similarity) of every recorded duplicate."""
-    for key, packed in client.hscan_iter(f"{key_base(prefix)}:members", count=1000):
+def members(
+    client: redis.Redis, prefix: str, hash_name: str = "members"
+) -> Iterable[tuple[str, str, str, float]]:
+    """(duplicate, head, method, similarity) of every recorded duplicate (``hash_name``
+    ``"late"``: of those found only after they were delivered)."""
+    for key, packed in client.hscan_iter(f"{key_base(prefix)}:{hash_name}", count=1000):
         yield (key.decode("utf-8", "surrogatepass"), *unpack_member(packed))
+
+
+def recorded(
+    client: redis.Redis, prefix: str, key: str
+) -> tuple[bool, tuple[str, str, float] | None]:
+    """Whether ``key`` is a kept document, and (head, method, similarity) if it is a recorded
+    duplicate (one round trip)."""
+    base = key_base(prefix)
+    pipe = client.pipeline(transaction=False)
+    pipe.hexists(f"{base}:exact:ids", key)
+    pipe.hget(f"{base}:members", key)
+    kept, member = pipe.execute()
+    return bool(kept), None if member is None else unpack_member(member)
