@@ -427,10 +427,12 @@ def test_torn_journals_are_cut_counted_and_logged(tmp_path, caplog) -> None:
 def test_saved_state_round_trips_after_the_checks(tmp_path) -> None:
     """The corruption tests above start from files a normal run can read back."""
     jobdir = valid_state_files(tmp_path)
-    bloom = ScalableBloomFilter.from_bytes((jobdir / "neardup" / "urls.bloom").read_bytes())
+    from scrapy_neardup.storage.journal import load_snapshot
+
+    bloom = ScalableBloomFilter.from_bytes(load_snapshot(jobdir / "neardup" / "urls.bloom"))
     assert len(bloom) == 2
     dedup = Deduplicator("minhash")
-    dedup.load_bytes((jobdir / "neardup" / "content.state").read_bytes())
+    dedup.load_bytes(load_snapshot(jobdir / "neardup" / "content.state"))
     assert len(dedup) == 2
 
 

@@ -1,12 +1,32 @@
 """Crash-safe state on disk: a snapshot plus an append-only journal of what came after it.
 
-Journal records are ``u32 length | u32 crc32(payload) | payload`` (little-endian). Records are
-written through a buffer and flushed and fsynced at most ``flush_interval`` seconds apart,
-so a crash (even SIGKILL) loses at most that window. On open, records are replayed until the
-first torn or corrupt one; the file is cut there, so a half-written last record costs that
-record and never a failed start. A snapshot is written to a temporary file, fsynced and
-renamed over the old one, and only then is the journal emptied: replaying a journal on top of
-a snapshot that already holds its records must therefore be harmless (adds are idempotent).
+Journal records are ``u32 length | u32 crc32(payload) | payload`` (little-endian; a payload is
+never empty, so a run of zero bytes is never a record). Records are written through a buffer
+and flushed and fsynced at most ``flush_interval`` seconds apart, so a crash (even SIGKILL)
+loses at most that window. A crash can only ever leave the *last* record half-written, so at
+start (:meth:`Journal.open`) the records are replayed up to the first bad one and then:
+
+- a **torn tail**: no valid record follows the bad one anywhere in the file (searched at
+  every byte offset: numpy picks the offsets whose length fits, only those are checksummed)
+  and it lies past the length last recorded as synced (below). It is what a crash leaves: cut
+  off, logged, and counted by the state (``neardup/state/torn_journals``).
+- **corruption**: a valid record follows the bad one, or the bad one was synced before. Not
+  something a crash does, and cutting there would silently drop every record after it:
+  :class:`StateError` naming the file and the byte offset, and the file is left as it is.
+
+Beside each journal, ``<name>.length`` records how long it was at a sync (``b"NDJL" | u64
+length | u32 crc32`` of the 12 bytes before, replaced atomically at most about once a second
+and at close): a journal shorter than that was truncated or replaced after it was written,
+which is a :class:`StateError` too. It is lowered *before* the journal shrinks on purpose
+(:meth:`Journal.rewrite`, :meth:`Journal.reset`), so a crash between the two never looks
+like truncation. No such file (a first run) means nothing to check; an unreadable one is
+logged and not checked at that start (the journals' own checksums still are).
+
+A snapshot (:func:`save_snapshot`) is ``b"NDSN" | u16 format (1) | u64 body length | u64
+xxh3-64 of the body | body``, written to a temporary file, fsynced and renamed over the old
+one; only then is the journal emptied, so replaying a journal on top of a snapshot that already
+holds its records must be harmless (adds are idempotent). :func:`load_snapshot` checks the
+header, length and checksum: a snapshot without it comes from another version.
 """
 
 from __future__ import annotations
@@ -21,34 +41,98 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+from xxhash import xxh3_64_intdigest
+
+from scrapy_neardup.exceptions import StateError
+
 logger = logging.getLogger(__name__)
 
 _HEADER = struct.Struct("<II")
 #: Bytes a record takes beyond its payload (its length and checksum).
 FRAME_OVERHEAD = _HEADER.size
 MAX_RECORD = 64 * 1024 * 1024
+#: Seconds between two rewrites of a journal's recorded length.
+LENGTH_INTERVAL = 1.0
+LENGTH_SUFFIX = ".length"
+_LENGTH = struct.Struct("<4sQI")
+_LENGTH_MAGIC = b"NDJL"
+# Looking for a valid record after a bad one: offsets per numpy pass, and the most payload
+# bytes checksummed before the search gives up (a tail that costly to rule out, around a
+# second, is not one torn record: it is treated as corruption).
+_SCAN_CHUNK = 1 << 20
+_SCAN_BUDGET = 1 << 30
 
 
-def read_records(path: Path) -> tuple[list[bytes], int, bool]:
-    """Every intact record of a journal, the byte length they span, and whether a bad tail
-    (torn or corrupt) followed them."""
+def _parse(data: bytes) -> tuple[list[bytes], int]:
+    """The records up to the first bad one, and the byte offset where they end."""
     records: list[bytes] = []
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return records, 0, False
     pos = 0
     while pos + _HEADER.size <= len(data):
         length, crc = _HEADER.unpack_from(data, pos)
         end = pos + _HEADER.size + length
-        if length > MAX_RECORD or end > len(data):
+        if not 0 < length <= MAX_RECORD or end > len(data):
             break
         payload = data[pos + _HEADER.size : end]
         if zlib.crc32(payload) != crc:
             break
         records.append(payload)
         pos = end
-    return records, pos, pos != len(data)
+    return records, pos
+
+
+class _SearchTooLong(Exception):
+    pass
+
+
+def _valid_frame_after(data: bytes, start: int) -> int | None:
+    """The first offset at or after ``start`` where a whole valid record lies, or None.
+
+    The u32 at every offset is read through four aligned numpy views (one per offset mod 4);
+    only offsets whose length fits the file are checksummed, in order, so a search costs a
+    few numpy passes unless the bytes are full of plausible lengths.
+    """
+    end = len(data) - _HEADER.size  # a record with a payload starts before this
+    view = memoryview(data)
+    checked = 0
+    for lo in range(start, end, _SCAN_CHUNK):
+        hi = min(lo + _SCAN_CHUNK, end)
+        found = []
+        for first in range(lo, min(lo + 4, hi)):
+            count = (hi - first + 3) // 4
+            lengths = np.frombuffer(data, "<u4", count=count, offset=first)
+            offsets = first + 4 * np.arange(count, dtype=np.int64)
+            fits = (lengths > 0) & (lengths <= np.minimum(end - offsets, MAX_RECORD))
+            found.append(offsets[fits])
+        for pos in np.sort(np.concatenate(found)).tolist():
+            length, crc = _HEADER.unpack_from(data, pos)
+            checked += length
+            if checked > _SCAN_BUDGET:
+                raise _SearchTooLong
+            if zlib.crc32(view[pos + _HEADER.size : pos + _HEADER.size + length]) == crc:
+                return pos
+    return None
+
+
+def read_records(path: Path) -> tuple[list[bytes], int, bool]:
+    """Every intact record of a journal up to the first bad one, the byte length they span,
+    and whether anything (torn or corrupt) followed them. Read-only: for reports and tests."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return [], 0, False
+    records, good = _parse(data)
+    return records, good, good != len(data)
+
+
+def _read_state_file(path: Path) -> bytes | None:
+    """A state file's bytes (None if there is none); StateError naming it if it is unreadable."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StateError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from None
 
 
 class Journal:
@@ -56,37 +140,128 @@ class Journal:
 
     def __init__(self, path: Path, flush_interval: float = 1.0) -> None:
         self.path = Path(path)
+        #: Where the length the journal had at a sync is recorded (see the module docstring).
+        self.length_path = self.path.with_name(self.path.name + LENGTH_SUFFIX)
         self.flush_interval = flush_interval
         self._file: BinaryIO | None = None
         self._last_sync = time.monotonic()
         self._dirty = False
-        #: True when :meth:`open` found (and cut off) a torn or corrupt tail.
+        self._synced = 0  # the file's length at the last fsync
+        self._recorded: int | None = None  # what length_path says; None: nothing to check
+        self._last_mark = time.monotonic()
+        #: True when :meth:`open` found (and cut off) a torn tail.
         self.torn = False
         #: Called before this journal's records are made durable: a journal whose records
         #: must never outlive another's (see :mod:`scrapy_neardup.frontier`) syncs that first.
         self.before_sync: Callable[[], None] | None = None
 
     def open(self) -> Iterator[bytes]:
-        """Replay the intact records (cutting off a bad tail), then open for appending."""
-        records, good, bad_tail = read_records(self.path)
-        self.torn = bad_tail
-        if bad_tail:
+        """Replay the intact records (cutting off a torn tail), then open for appending.
+
+        StateError, leaving the file as it is, if it is corrupt or shorter than recorded.
+        """
+        data = _read_state_file(self.path)
+        recorded = self._recorded = self._read_length()
+        if data is None:
+            data = b""
+            if recorded:
+                raise StateError(
+                    f"is missing, but {recorded} bytes had been synced to it "
+                    f"({self.length_path.name}); restore it, or remove {self.length_path.name} "
+                    "as well to start this journal empty",
+                    path=str(self.path),
+                )
+        if recorded and len(data) < recorded:
+            raise StateError(
+                f"is {len(data)} bytes long, but {recorded} bytes had been synced to it "
+                f"({self.length_path.name}): it was truncated or replaced after it was "
+                "written, and the records it lost would be crawled or kept again; it was left "
+                "as it is",
+                path=str(self.path),
+            )
+        records, good = _parse(data)
+        self.torn = good != len(data)
+        if self.torn:
+            self._check_tear(data, good, recorded or 0)
             logger.warning(
                 "scrapy-neardup: %s ends with a torn or corrupt record after %d good ones "
-                "(a crash mid-write); it was cut off",
+                "(a crash mid-write, no valid record after it); its %d bytes were cut off",
                 self.path,
                 len(records),
+                len(data) - good,
             )
-            with self.path.open("r+b") as fh:
-                fh.truncate(good)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("ab")
+        try:
+            if self.torn:
+                with self.path.open("r+b") as fh:
+                    fh.truncate(good)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("ab")
+        except OSError as exc:
+            message = f"cannot be written: {exc.strerror or exc}"
+            raise StateError(message, path=str(self.path)) from None
+        self._synced = good
+        self._last_mark = time.monotonic()
         return iter(records)
 
+    def _check_tear(self, data: bytes, bad: int, recorded: int) -> None:
+        """StateError unless the bad record at ``bad`` can be a crash's torn last record."""
+        where = f"a corrupt record at byte offset {bad} of {len(data)}"
+        left = "; it was left as it is (move it away, or use a new JOBDIR, to start afresh)"
+        if bad < recorded:
+            raise StateError(
+                f"{where}, within the {recorded} bytes synced before: damage, not a record "
+                f"torn by a crash{left}",
+                path=str(self.path),
+            )
+        try:
+            later = _valid_frame_after(data, bad + 1)
+        except _SearchTooLong:
+            raise StateError(
+                f"{where}, followed by {len(data) - bad} bytes too costly to search for "
+                f"valid records: not one record torn by a crash{left}",
+                path=str(self.path),
+            ) from None
+        if later is not None:
+            raise StateError(
+                f"{where}, followed by a valid record at byte offset {later}: damage, not a "
+                f"record torn by a crash (only the last one can be){left}",
+                path=str(self.path),
+            )
+
+    def _read_length(self) -> int | None:
+        raw = _read_state_file(self.length_path)
+        if raw is None:
+            return None
+        if len(raw) == _LENGTH.size:
+            magic, length, crc = _LENGTH.unpack(raw)
+            if magic == _LENGTH_MAGIC and zlib.crc32(raw[:-4]) == crc:
+                return length
+        logger.warning(
+            "scrapy-neardup: %s is unreadable, so the length of %s is not checked at this "
+            "start; it is written again as the crawl goes on",
+            self.length_path,
+            self.path.name,
+        )
+        return None
+
+    def _record_length(self, length: int) -> None:
+        """Durably record that the journal is (at least) ``length`` bytes long."""
+        head = struct.pack("<4sQ", _LENGTH_MAGIC, length)
+        write_snapshot(self.length_path, head + struct.pack("<I", zlib.crc32(head)))
+        self._recorded = length
+        self._last_mark = time.monotonic()
+
+    def _lower_length(self, length: int) -> None:
+        """Before the journal shrinks to ``length``: a crash then must not look like truncation."""
+        if self._recorded is not None and self._recorded > length:
+            self._record_length(length)
+
     def append(self, payload: bytes) -> int:
-        """Append a record; returns the offset where its frame starts."""
+        """Append a record (not empty); returns the offset where its frame starts."""
         if self._file is None:
             raise RuntimeError(f"journal {self.path} is not open")
+        if not payload:
+            raise ValueError("a journal record cannot be empty")
         offset = self._file.tell()
         self._file.write(_frame(payload))
         self._dirty = True
@@ -99,14 +274,19 @@ class Journal:
         return self._file.tell() if self._file is not None else 0
 
     def sync(self) -> None:
-        """Flush the buffer and fsync: what is written so far survives a crash."""
+        """Flush the buffer and fsync: what is written so far survives a crash. The length
+        synced is recorded at most every ``LENGTH_INTERVAL`` seconds."""
         if self._file is not None and self._dirty:
             if self.before_sync is not None:
                 self.before_sync()
             self._file.flush()
             os.fsync(self._file.fileno())
             self._dirty = False
-        self._last_sync = time.monotonic()
+            self._synced = self._file.tell()
+        now = time.monotonic()
+        self._last_sync = now
+        if self._synced > (self._recorded or 0) and now - self._last_mark >= LENGTH_INTERVAL:
+            self._record_length(self._synced)
 
     def rewrite(self, payloads: Iterable[bytes]) -> list[tuple[int, int]]:
         """Replace every record with ``payloads``, atomically (compaction), and go on
@@ -125,28 +305,35 @@ class Journal:
         return out
 
     def rewrite_frames(self, frames: list[bytes]) -> list[tuple[int, int]]:
-        if self._file is not None:
-            self._file.close()
-        write_snapshot(self.path, b"".join(frames))
-        self._file = self.path.open("ab")
-        self._dirty = False
+        """:meth:`rewrite` with records framed already (copied from :meth:`read_frames`)."""
         spans, offset = [], 0
         for frame in frames:
             spans.append((offset, len(frame)))
             offset += len(frame)
+        self._lower_length(offset)
+        if self._file is not None:
+            self._file.close()
+        write_snapshot(self.path, *frames)
+        self._file = self.path.open("ab")
+        self._dirty = False
+        self._synced = offset
         return spans
 
     def reset(self) -> None:
         """Empty the journal (its records are in a snapshot now)."""
         if self._file is not None:
+            self._lower_length(0)
             self._file.flush()
             self._file.truncate(0)
             os.fsync(self._file.fileno())
             self._dirty = False
+            self._synced = 0
 
     def close(self) -> None:
         if self._file is not None:
             self.sync()
+            if self._synced > (self._recorded or 0):
+                self._record_length(self._synced)
             self._file.close()
             self._file = None
 
@@ -155,12 +342,13 @@ def _frame(payload: bytes) -> bytes:
     return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
 
 
-def write_snapshot(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically (temporary file, fsync, rename)."""
+def write_snapshot(path: Path, *chunks: bytes) -> None:
+    """Replace ``path`` with ``chunks`` joined, atomically (temporary file, fsync, rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("wb") as fh:
-        fh.write(data)
+        for chunk in chunks:
+            fh.write(chunk)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -169,6 +357,66 @@ def write_snapshot(path: Path, data: bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+# -- checksummed snapshots ------------------------------------------------------------------
+
+_SNAPSHOT = struct.Struct("<4sHQQ")  # magic, format, body length, xxh3-64 of the body
+_SNAPSHOT_MAGIC = b"NDSN"
+_SNAPSHOT_FORMAT = 1
+# What the snapshots of versions before the checksum began with (engine.MAGIC, urls._MAGIC).
+_UNCHECKED_MAGICS = (b"NDUP", b"NDBF")
+
+
+def save_snapshot(path: Path, body: bytes) -> None:
+    """Write ``body`` as a checksummed snapshot, atomically (see :func:`write_snapshot`)."""
+    header = _SNAPSHOT.pack(_SNAPSHOT_MAGIC, _SNAPSHOT_FORMAT, len(body), xxh3_64_intdigest(body))
+    write_snapshot(path, header, body)
+
+
+def load_snapshot(path: Path) -> bytes | None:
+    """The body of a snapshot written by :func:`save_snapshot` (None if there is none).
+
+    StateError naming the file if it cannot be read, has no header (another version wrote
+    it), is truncated, or its checksum does not match.
+    """
+    data = _read_state_file(path)
+    if data is None:
+        return None
+    if data[:4] != _SNAPSHOT_MAGIC:
+        if data[:4] in _UNCHECKED_MAGICS and len(data) >= 6:
+            version = int.from_bytes(data[4:6], "little")
+            problem = (
+                f"state format version {version} without a checksum: written by another "
+                "version of scrapy-neardup, which this one does not read"
+            )
+        else:
+            problem = (
+                f"not a scrapy-neardup snapshot ({len(data)} bytes, no {_SNAPSHOT_MAGIC!r} "
+                "header): written by another version of scrapy-neardup, or by something else"
+            )
+        raise StateError(problem, path=str(path))
+    if len(data) < _SNAPSHOT.size:
+        raise StateError(f"snapshot truncated: {len(data)} bytes, no full header", path=str(path))
+    _, version, length, digest = _SNAPSHOT.unpack_from(data)
+    if version != _SNAPSHOT_FORMAT:
+        raise StateError(
+            f"snapshot format {version}: written by another version of scrapy-neardup (this "
+            f"one reads format {_SNAPSHOT_FORMAT})",
+            path=str(path),
+        )
+    body = data[_SNAPSHOT.size :]
+    if len(body) != length:
+        raise StateError(
+            f"snapshot truncated or extended: its header says {length} bytes, it holds {len(body)}",
+            path=str(path),
+        )
+    if xxh3_64_intdigest(body) != digest:
+        raise StateError(
+            "snapshot checksum mismatch: the file was damaged after it was written",
+            path=str(path),
+        )
+    return body
 
 
 # -- the content journal's records ---------------------------------------------------------
