@@ -7,36 +7,69 @@ waiting are never crawled. A crawl killed once would lose most of its documents.
 
 The fix: every request the URL filter lets through is journaled (``Q``) with Scrapy's own
 request serialisation before its URL is recorded, and marked done (``D``) once its response
-went through the spider and every item it yielded reached its end (scraped, dropped or
-failed). At start after a crash (no ``C`` record at the end), the requests queued and not done
-are scheduled again, ahead of the spider's start requests, and pass the URL filter once
-(duplicate *content* is still caught by the pipeline). After a clean close Scrapy's queue is
-trusted and nothing is re-queued.
+went through the spider, every item it yielded reached its end (scraped, dropped or failed)
+*and those items are durable in Scrapy's feed exports*. At start after a crash (no ``C``
+record at the end), the requests queued and not done are scheduled again, ahead of the
+spider's start requests, and pass the URL filter once (duplicate *content* is still caught by
+the pipeline, which lets an item of its own URL through again: at least once, never lost).
+After a clean close Scrapy's queue is trusted and nothing is re-queued.
 
-Ordering, so that the files on disk are always consistent after a crash: ``urls.journal``
-syncs this journal first, and this journal syncs ``content.journal`` first. So a recorded URL
-always has its ``Q``, and a ``D`` always has the kept/duplicate records of its items.
+Done, and durable: :meth:`Frontier.done` only remembers the request. Its ``D`` is written at
+the next :meth:`Frontier.sync` (the state's periodic sync, every ``NEARDUP_FLUSH_INTERVAL``,
+or the sync of ``urls.journal``), which first syncs ``content.journal`` (``before_done``),
+then flushes and fsyncs every open feed file (:func:`sync_feeds`), and only then appends the
+``D`` records and fsyncs this journal. The ``D`` records wait in memory, not in the journal's
+write buffer, which a full buffer would push to the OS early, before the feed bytes of their
+items; so the buffer only ever holds ``Q`` records (and the final ``C``).
+
+Ordering, so that the files on disk are always consistent after a crash: a ``Q`` reaches the
+OS as it is appended (the other journals' buffers can spill before they sync), ``urls.journal``
+syncs this journal first (:meth:`Frontier.sync`), ``content.journal`` syncs this journal first
+(its ``Q`` records), and ``D`` records are written as above. So a recorded URL always has its
+``Q``; a kept/duplicate record always has the ``Q`` of its request (else a document kept
+before a crash, whose item never reached the feed, would be found again as a new URL and
+dropped as a duplicate of itself); and a ``D`` always has the kept/duplicate records of its
+items and the feed lines of its scraped items.
 
 ``frontier.journal`` records (framed as every journal, see :mod:`scrapy_neardup.storage.journal`)::
 
-    b"Q" | 16-byte URL fingerprint | pickle (protocol 4) of Request.to_dict()
+    b"Q" | 16-byte URL fingerprint | b"\\x01" | JSON of Request.to_dict(), tagged (below)
     b"D" | 16-byte URL fingerprint
     b"C"                                  clean close: Scrapy's JOBDIR queue holds the frontier
+    b"R"                                  a run started (first record; no "C" after it: it crashed)
+
+The byte after the fingerprint is the format of the request (1: JSON). Earlier versions
+pickled the request there (a pickle starts with ``0x80``); a pickle is never loaded, since
+unpickling a crafted record would run its code: such a journal stops the start with a
+:class:`~scrapy_neardup.exceptions.StateError`. JSON lacks some types a request holds, so
+they are tagged, as one-key objects: ``{"__bytes__": base64}``, ``{"__tuple__": [...]}``,
+``{"__set__": [...]}``, ``{"__frozenset__": [...]}``, ``{"__dict__": [[key, value], ...]}``
+(a dict with keys that are not strings, or that look like a tag), and
+``{"__item__": [module, qualname, fields]}`` (a ``scrapy.Item``). Nothing is imported when a
+record is read: an item class, and the request class of ``_class``, are looked up in modules
+already imported, and must be subclasses of ``scrapy.Item`` and ``scrapy.Request``.
 
 At start the journal is compacted to its pending ``Q`` records (the ``C`` is consumed: a crash
 later in the run must re-queue them, since Scrapy's queue is then partly consumed). While the
 crawl runs it is compacted again whenever the records of done requests outweigh the pending
 ones (and it is over ``COMPACT_MIN_BYTES``), so it stays about twice the size of the requests
 still queued: only their offsets are kept in memory, the compaction copies their records. Requests
-that cannot be serialised (a lambda callback, unpicklable meta) are counted and, as in
+that cannot be serialised (a lambda callback, meta holding another type) are counted and, as in
 Scrapy's own disk queue, not persisted; requests with ``dont_filter=True`` do not pass the URL
 filter and are not journaled either (Scrapy's start requests are re-sent by the spider anyway).
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import errno
+import io
+import json
 import logging
-import pickle
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,23 +90,55 @@ RECOVERED_META = "_neardup_recovered"
 _FP = 16
 #: The journal is never compacted below this size (compaction then costs more than it saves).
 COMPACT_MIN_BYTES = 4 * 1024 * 1024
+#: The first record of every run's journal (see "R" above).
+RUN = b"R"
+#: The format byte of a ``Q`` record: JSON of ``Request.to_dict()``.
+REQUEST_FORMAT = 1
+_PICKLE = 0x80  # how a pickle (protocol 2 or later) starts: the format before REQUEST_FORMAT
+
+
+class _WrittenThrough(Journal):
+    """A journal whose records reach the OS as they are appended (fsynced as any journal's).
+
+    A request's ``Q`` must be in the file before anything that depends on it: its URL in
+    ``urls.journal``, the kept document of its page in ``content.journal``. Those journals'
+    buffers spill to the OS when they fill up, before any sync, so a ``Q`` left in this
+    journal's buffer could be lost by a SIGKILL that keeps them. (A document kept without its
+    request would be found again as a new URL, and its page dropped as a duplicate of itself.)
+    """
+
+    def append(self, payload: bytes) -> int:
+        offset = super().append(payload)
+        if self._file is not None:
+            self._file.flush()
+        return offset
 
 
 class Frontier:
     """Journal of the requests let through the URL filter and not yet done."""
 
     def __init__(self, directory: Path, flush_interval: float, stats: Any = None) -> None:
-        self.journal = Journal(directory / FRONTIER_JOURNAL, flush_interval)
+        self.journal: Journal = _WrittenThrough(directory / FRONTIER_JOURNAL, flush_interval)
         self.stats = stats
+        #: The crawler whose feed exports must be durable before a request is done.
         self.crawler: Any = None
+        #: Makes the kept/duplicate records of done requests' items durable (content.journal).
+        self.before_done: Callable[[], None] | None = None
         #: The requests a crashed run left pending (fingerprint -> serialised request), until
         #: :meth:`recover` has scheduled them again.
         self.pending: dict[bytes, bytes] = {}
         self.crashed = False
+        self.ended_cleanly = True
+        #: Documents kept last before a crash (set by the state after :meth:`open`).
+        self.unsure_kept: set[str] = set()
         #: Items of responses to re-queued requests, until they reach their end.
         self.recovered_items: dict[int, Any] = {}
+        self._run_span = (0, 0)  # the "R" record's (offset, frame length)
         self._live: dict[bytes, tuple[int, int]] = {}  # fingerprint -> (offset, frame length)
+        #: Done, ``D`` not written yet (fingerprint -> frame length of its ``Q``): see sync().
+        self._done: dict[bytes, int] = {}
         self._dead_bytes = 0
+        self._open = False
 
     def open(self) -> None:
         """Replay the journal: what is pending, and whether the last run ended cleanly."""
@@ -82,30 +147,52 @@ class Frontier:
         for payload in self.journal.open():
             kind = payload[:1]
             if kind == b"Q" and len(payload) > 1 + _FP:
-                pending[payload[1 : 1 + _FP]] = payload[1 + _FP :]
+                self._check_format(payload[1 + _FP])
+                pending[payload[1 : 1 + _FP]] = payload[2 + _FP :]
                 clean = False
             elif kind == b"D" and len(payload) == 1 + _FP:
                 pending.pop(payload[1:], None)
                 clean = False
             elif payload == b"C":
                 clean = True
+            elif payload == RUN:
+                clean = False
             else:
                 raise StateError(
                     f"unknown frontier record {payload[:1]!r} (from another version?)",
                     path=str(self.journal.path),
                 )
         self.pending = pending
+        #: Whether the last run ended with a clean close (or there was none): after a
+        #: crash, Scrapy's own JOBDIR queue is stale (see FileState._set_aside_scrapy_queue).
+        self.ended_cleanly = clean
         self.crashed = not clean and bool(pending)
         # Compacted, and without the "C": from now on Scrapy's queue is being consumed, so
         # a crash at any point of this run must re-queue what is pending.
-        spans = self.journal.rewrite([b"Q" + fp + data for fp, data in pending.items()])
-        self._live = dict(zip(pending, spans, strict=True))
+        # It starts with an "R": a crash of this run is told from a clean close even when
+        # no request gets journaled (a spider of start_urls, all sent with dont_filter).
+        spans = self.journal.rewrite([RUN, *(_q_record(fp, data) for fp, data in pending.items())])
+        self._run_span = spans[0]
+        self._live = dict(zip(pending, spans[1:], strict=True))
         self._dead_bytes = 0
+        self._open = True
+
+    def _check_format(self, version: int) -> None:
+        if version == REQUEST_FORMAT:
+            return
+        if version == _PICKLE:
+            problem = "holds requests pickled by an earlier version of scrapy-neardup"
+        else:
+            problem = f"holds requests in an unknown format ({version}; a newer version?)"
+        raise StateError(
+            f"{problem}; they are not loaded (unpickling a crafted record would run its "
+            "code). Finish or discard that crawl with the version that wrote it, or move the "
+            "file away to start without the requests it holds",
+            path=str(self.journal.path),
+        )
 
     def recover(self, spider: Any) -> list[Request]:
         """The requests to schedule again after a crash (once; empty after a clean close)."""
-        from scrapy.utils.request import request_from_dict
-
         if not self.crashed:
             self.pending = {}  # Scrapy's own queue holds them (a clean close)
             return []
@@ -113,7 +200,7 @@ class Frontier:
         requests = []
         for fp, data in self.pending.items():
             try:
-                request = request_from_dict(pickle.loads(data), spider=spider)
+                request = request_from_json(data, spider)
             except Exception as exc:  # the spider changed: a callback is gone, a class moved
                 self._inc("neardup/frontier/unrecoverable")
                 logger.warning("scrapy-neardup: cannot re-queue a request %s: %r", fp.hex(), exc)
@@ -137,22 +224,26 @@ class Frontier:
         request.meta[FRONTIER_META] = fingerprint.hex()
         spider = getattr(self.crawler, "spider", None)
         try:
-            data = pickle.dumps(request.to_dict(spider=spider), protocol=4)
-        except (pickle.PicklingError, AttributeError, TypeError, ValueError) as exc:
+            data = request_to_json(request, spider)
+        except (AttributeError, TypeError, ValueError) as exc:
             self._inc("neardup/frontier/unserializable")
             logger.debug("scrapy-neardup: request %s not journaled: %r", request, exc)
             return
-        offset = self.journal.append(b"Q" + fingerprint + data)
+        offset = self.journal.append(_q_record(fingerprint, data))
+        # Its older Q (a URL queued again after clear_urls) is superseded by this one.
         old = self._live.get(fingerprint)
-        if old is not None:
-            self._dead_bytes += old[1]
+        old_length = old[1] if old is not None else self._done.pop(fingerprint, None)
+        if old_length is not None:
+            self._dead_bytes += old_length
         self._live[fingerprint] = (offset, self.journal.tell() - offset)
         if previous and previous != fingerprint.hex():
             # A redirect: the new request (journaled just now) takes over from the old one.
             self.done_hex(previous)
 
     def done(self, request: Request) -> None:
-        """The request's response went through the spider, and its items through the pipelines."""
+        """The request's response went through the spider, and its items through the
+        pipelines; its ``D`` is written at the next :meth:`sync` (at once with a flush
+        interval of 0)."""
         fp = request.meta.get(FRONTIER_META)
         if fp:
             self.done_hex(fp)
@@ -163,36 +254,222 @@ class Frontier:
         except (TypeError, ValueError):
             return
         live = self._live.pop(raw, None) if len(raw) == _FP else None
-        if live is None:
-            return  # never journaled (unserialisable), or done already
-        self.journal.append(b"D" + raw)
-        self._dead_bytes += live[1] + FRAME_OVERHEAD + 1 + _FP
-        if self._dead_bytes > max(COMPACT_MIN_BYTES, self.journal.tell() - self._dead_bytes):
-            self.compact()
-
-    def compact(self) -> None:
-        """Rewrite the journal with the pending requests only (their records are copied)."""
-        if self.journal.before_sync is not None:
-            self.journal.before_sync()  # the done requests' items are durable first
-        frames = self.journal.read_frames(self._live.values())
-        offsets = self.journal.rewrite_frames(frames)
-        self._live = dict(zip(self._live, offsets, strict=True))
-        self._dead_bytes = 0
-
-    def is_recovered_item(self, item: Any) -> bool:
-        """Whether ``item`` came from a request re-queued after a crash: its document may
-        have been kept before the crash without the item ever reaching the feed."""
-        return self.recovered_items.get(id(item)) is item
+        if live is not None:  # else never journaled (unserialisable), or done already
+            self._done[raw] = live[1]
+            if self.journal.flush_interval == 0:  # every record synced: this one too, now
+                self.sync()
 
     def sync(self) -> None:
+        """Make done requests durable, after everything they stand for: the kept/duplicate
+        records of their items (``content.journal``: ``before_done``), then
+        their items in the feed files, then their ``D`` records; then compact if worth it."""
+        if not self._open:
+            return
+        if self._done:
+            if self.before_done is not None:
+                self.before_done()
+            sync_feeds(self.crawler)
+            for fp, length in self._done.items():
+                self.journal.append(b"D" + fp)
+                self._dead_bytes += length + FRAME_OVERHEAD + 1 + _FP
+            self._done.clear()
         self.journal.sync()
+        if self._dead_bytes > max(COMPACT_MIN_BYTES, self.journal.tell() - self._dead_bytes):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Rewrite the journal with the pending requests only (their records are copied).
+        Only after :meth:`sync`: the ``D`` of every request left out is durable."""
+        frames = self.journal.read_frames([self._run_span, *self._live.values()])
+        offsets = self.journal.rewrite_frames(frames)
+        self._run_span = offsets[0]
+        self._live = dict(zip(self._live, offsets[1:], strict=True))
+        self._dead_bytes = 0
+
+    def redelivers(self, item: Any, key: str) -> bool:
+        """Whether ``item``, a duplicate of its own URL ``key``, is delivered again: it came
+        from a request re-queued after a crash, or ``key`` was kept by a run that crashed
+        (its request unjournaled: a start request, which the spider sends again). Either way
+        the document may have been kept before the crash without its item reaching the feed.
+        Once per key."""
+        if self.recovered_items.get(id(item)) is item:
+            return True
+        if key in self.unsure_kept:
+            self.unsure_kept.discard(key)
+            return True
+        return False
 
     def close(self) -> None:
-        """A clean close: Scrapy's queue holds what is still pending."""
-        if self.journal._file is not None:
-            self.journal.append(b"C")
-            self.journal.close()
+        """A clean close: Scrapy's queue holds what is still pending. The feeds are made
+        durable first: after the ``C`` nothing of this run is crawled again."""
+        if self._open:
+            self._open = False
+            try:
+                sync_feeds(self.crawler)
+                self.journal.append(b"C")
+            finally:  # without the "C" (a feed could not be flushed) the next start re-queues
+                self.journal.close()
 
     def _inc(self, key: str, count: int = 1) -> None:
         if self.stats is not None:
             self.stats.inc_value(key, count)
+
+
+def _q_record(fingerprint: bytes, data: bytes) -> bytes:
+    return b"Q" + fingerprint + bytes([REQUEST_FORMAT]) + data
+
+
+# -- feed exports ---------------------------------------------------------------------------
+
+
+def sync_feeds(crawler: Any) -> None:
+    """Flush every open feed file of Scrapy's feed exports to the OS, and fsync it.
+
+    Only local files can be made durable while the crawl runs: S3, GCS and FTP feeds are a
+    temporary file uploaded at close (skipped here), stdout can only be flushed. Of the
+    post-processing plugins, gzip is flushed to a point a reader can decompress up to; bz2
+    and lzma keep what they compress until the feed is closed.
+    """
+    from scrapy.extensions.feedexport import BlockingFeedStorage, FeedExporter
+
+    get_extension = getattr(crawler, "get_extension", None)
+    exporter = get_extension(FeedExporter) if get_extension is not None else None
+    if exporter is None:
+        return
+    for slot in exporter.slots:
+        if slot.file is None or isinstance(slot.storage, BlockingFeedStorage):
+            continue
+        stream = getattr(slot.exporter, "stream", None)  # csv and xml write through a text layer
+        if isinstance(stream, io.IOBase) and not stream.closed:
+            stream.flush()
+        _sync_file(slot.file)
+
+
+def _sync_file(file: Any) -> None:
+    from scrapy.extensions.postprocessing import PostProcessingManager
+
+    if isinstance(file, PostProcessingManager):
+        # Each plugin writes through the compressing file object it holds (GzipFile, ...).
+        plugin = file.head_plugin
+        while plugin is not file.file and plugin is not None:
+            for value in vars(plugin).values():
+                if isinstance(value, io.IOBase) and value is not plugin.file and not value.closed:
+                    # AttributeError: a GzipFile over another plugin, which has no flush()
+                    with contextlib.suppress(AttributeError):
+                        value.flush()
+            plugin = getattr(plugin, "file", None)
+        file = file.file
+    if getattr(file, "closed", True):
+        return  # stored already (its slot closed): nothing left to lose
+    file.flush()
+    try:
+        fileno = file.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # no OS file (io.BytesIO)
+    try:
+        os.fsync(fileno)
+    except OSError as exc:
+        if exc.errno not in _CANNOT_SYNC:
+            raise  # a disk error: the items are not durable, so neither are their requests
+
+
+# fsync() of a pipe or a terminal (a feed to stdout): flushed is all there is.
+_CANNOT_SYNC = frozenset({errno.EINVAL, errno.EROFS, errno.ENOTSUP})
+
+
+# -- requests as JSON -----------------------------------------------------------------------
+
+_TAGS = ("__bytes__", "__tuple__", "__set__", "__frozenset__", "__dict__", "__item__")
+
+
+def request_to_json(request: Request, spider: Any = None) -> bytes:
+    """``request.to_dict(spider=spider)`` as tagged JSON (see the module docstring).
+    TypeError or ValueError when the request holds something that cannot be written."""
+    data = _encode(request.to_dict(spider=spider))
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def request_from_json(data: bytes, spider: Any = None) -> Request:
+    """The request :func:`request_to_json` wrote. Imports nothing: its class (``_class``),
+    and the classes of items in it, must be in modules already imported (ValueError else)."""
+    from scrapy import Request
+    from scrapy.utils.request import request_from_dict
+
+    d = _decode(json.loads(data))
+    if not isinstance(d, dict):
+        raise ValueError("a journaled request is not an object")
+    if "_class" in d:
+        cls = _imported_class(d["_class"])
+        if not issubclass(cls, Request):
+            raise ValueError(f"{d['_class']!r} is not a scrapy.Request subclass")
+    # request_from_dict's load_object now finds the module imported: nothing is imported
+    return request_from_dict(d, spider=spider)
+
+
+def _encode(obj: Any) -> Any:
+    kind = type(obj)
+    if obj is None or kind in (bool, int, float, str):
+        return obj
+    if kind is list:
+        return [_encode(v) for v in obj]
+    if kind is dict:
+        if all(type(k) is str and k not in _TAGS for k in obj):
+            return {k: _encode(v) for k, v in obj.items()}
+        return {"__dict__": [[_encode(k), _encode(v)] for k, v in obj.items()]}
+    if kind is bytes:
+        return {"__bytes__": base64.b64encode(obj).decode("ascii")}
+    if kind is tuple:
+        return {"__tuple__": [_encode(v) for v in obj]}
+    if kind in (set, frozenset):
+        return {f"__{kind.__name__}__": [_encode(v) for v in obj]}
+    from scrapy import Item
+
+    if isinstance(obj, Item):
+        return {"__item__": [kind.__module__, kind.__qualname__, _encode(dict(obj))]}
+    raise TypeError(f"a {kind.__name__} cannot be journaled")
+
+
+def _decode(obj: Any) -> Any:
+    if isinstance(obj, list):
+        return [_decode(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if not any(k in _TAGS for k in obj):
+        return {k: _decode(v) for k, v in obj.items()}
+    if len(obj) != 1:
+        raise ValueError(f"a tag among other keys: {sorted(obj)[:5]}")
+    ((tag, value),) = obj.items()
+    if tag == "__bytes__":
+        return base64.b64decode(value, validate=True)
+    if tag == "__tuple__":
+        return tuple(_decode(value))
+    if tag == "__set__":
+        return set(_decode(value))
+    if tag == "__frozenset__":
+        return frozenset(_decode(value))
+    if tag == "__dict__":
+        return {_decode(k): _decode(v) for k, v in value}
+    from scrapy import Item
+
+    module, qualname, fields = value
+    cls = _imported_class(f"{module}.{qualname}", module)
+    if not issubclass(cls, Item):
+        raise ValueError(f"{module}.{qualname} is not a scrapy.Item subclass")
+    return cls(_decode(fields))
+
+
+def _imported_class(path: Any, module: str | None = None) -> type:
+    """The class at ``path`` (``module.Name``, or ``module`` then a qualname), looked up in
+    a module already imported: never imports one a journal names."""
+    if not isinstance(path, str):
+        raise ValueError(f"not a class path: {path!r}")
+    if module is None:
+        module = path.rpartition(".")[0]
+    found: Any = sys.modules.get(module)
+    if found is None or not path.startswith(module + "."):
+        raise ValueError(f"{path!r} is not in an imported module")
+    for name in path[len(module) + 1 :].split("."):
+        found = getattr(found, name, None)
+    if not isinstance(found, type):
+        raise ValueError(f"{path!r} is not a class")
+    return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ from w3lib.url import safe_url_string
 
 from scrapy_neardup.dupefilter import CHECKED_META
 from scrapy_neardup.exceptions import InvalidURL
-from scrapy_neardup.extraction import Extracted
+from scrapy_neardup.extraction import Extracted, PageLimitError
 from scrapy_neardup.frontier import FRONTIER_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState, PageText, freeze_startup_objects
 from scrapy_neardup.twisted_futures import await_future
@@ -66,12 +66,20 @@ class UrlFilterMiddleware:
     redirects) or ``rel=canonical`` was already seen.
 
     A request the :class:`~scrapy_neardup.dupefilter.NearDupDupeFilter` already checked is
-    not checked twice. ``dont_filter`` and ``meta["neardup_skip"]`` are respected.
+    not checked twice, unless the dupefilter let it through before Redis answered: that
+    answer is awaited here, before the download. ``dont_filter`` and ``meta["neardup_skip"]``
+    are respected. With a state whose checks reach a server (``state.remote``: Redis) the
+    methods return a coroutine that awaits them; otherwise they check inline.
     """
 
     def __init__(self, state: NearDupState, check_canonical: bool = True) -> None:
         self.state = state
         self.check_canonical = check_canonical
+        self.remote = state.remote
+        if check_canonical:
+            # The public suffix list is parsed on first use (100-200 ms): now, not on the
+            # reactor at the first page.
+            _PUBLIC_SUFFIXES("example.com")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UrlFilterMiddleware:
@@ -93,43 +101,96 @@ class UrlFilterMiddleware:
             self.state.frontier.done(request)
         return IgnoreRequest(message)
 
-    def _seen(self, request: Request, url: str | None = None) -> bool | None:
-        """Test-and-set of ``request`` (at ``url`` when given: its final or canonical URL);
-        None when the URL cannot be canonicalised."""
+    def _key(self, request: Request, url: str | None = None) -> bytes | None:
+        """The request key of ``request`` (at ``url`` when given: its final or canonical
+        URL); None when the URL cannot be canonicalised."""
         if url is not None and url != request.url:
             request = request.replace(url=url)
         try:
-            return self.state.key_seen(self.state.request_key(request))
+            return self.state.request_key(request)
         except InvalidURL:
             self.state.inc("neardup/urls/invalid")
             return None
 
-    def process_request(self, request: Request, spider: Any = None) -> None:
-        if self._skip(request) or request.meta.get(CHECKED_META) == request.url:
-            return
+    def _seen(self, request: Request, url: str | None = None) -> bool | None:
+        """Test-and-set of ``request`` (at ``url`` when given); None for an invalid URL."""
+        key = self._key(request, url)
+        return None if key is None else self.state.key_seen(key)
+
+    async def _seen_async(self, request: Request, url: str | None = None) -> bool | None:
+        key = self._key(request, url)
+        return None if key is None else await self.state.key_seen_async(key)
+
+    def _filtered(self, request: Request) -> IgnoreRequest:
+        self.state.inc("neardup/urls/filtered")
+        return IgnoreRequest(f"scrapy-neardup: URL already seen: {request.url}")
+
+    def process_request(
+        self, request: Request, spider: Any = None
+    ) -> Coroutine[Any, Any, None] | None:
+        if self._skip(request):
+            return None
+        if request.meta.get(CHECKED_META) == request.url:
+            if self.remote and self.state.has_late_checks:
+                return self._settle_late(request)
+            return None
         self.state.open()
         request.meta[CHECKED_META] = request.url
+        if self.remote:
+            return self._check_request(request)
         if self._seen(request):
-            self.state.inc("neardup/urls/filtered")
-            raise IgnoreRequest(f"scrapy-neardup: URL already seen: {request.url}")
+            raise self._filtered(request)
+        return None
+
+    async def _check_request(self, request: Request) -> None:
+        if await self._seen_async(request):
+            raise self._filtered(request)
+
+    async def _settle_late(self, request: Request) -> None:
+        """The dupefilter let ``request`` through before Redis answered: await the answer."""
+        key = self._key(request)
+        late = None if key is None else self.state.late_check(key)
+        if late is not None and await late:
+            raise self._filtered(request)
 
     def process_response(
         self, request: Request, response: Response, spider: Any = None
-    ) -> Response:
+    ) -> Response | Coroutine[Any, Any, Response]:
         if self._skip(request):
             return response
+        if self.remote:
+            return self._check_response(request, response)
+        for url, stat, message, drops in self._response_checks(request, response):
+            if self._seen(request, url) and drops:
+                self.state.inc(stat)
+                raise self._ignore(request, message)
+        return response
+
+    async def _check_response(self, request: Request, response: Response) -> Response:
+        for url, stat, message, drops in self._response_checks(request, response):
+            if await self._seen_async(request, url) and drops:
+                self.state.inc(stat)
+                raise self._ignore(request, message)
+        return response
+
+    def _response_checks(
+        self, request: Request, response: Response
+    ) -> Iterator[tuple[str, str, str, bool]]:
+        """The URLs to test-and-set for a response, in turn (the next is looked for only if
+        the previous did not drop it): its final URL when redirected, then its
+        ``rel=canonical``; each with the stat and message of a drop, and whether being seen
+        drops the response."""
         try:
             requested = self.state.canonical(request.url)
         except InvalidURL:
-            return response
-        redirected = response.url != request.url
-        if (
-            redirected
-            and self._canonical_differs(response.url, requested)
-            and self._seen(request, response.url)
-        ):
-            self.state.inc("neardup/urls/filtered_redirect")
-            raise self._ignore(request, f"scrapy-neardup: final URL already seen: {response.url}")
+            return
+        if response.url != request.url and self._canonical_differs(response.url, requested):
+            yield (
+                response.url,
+                "neardup/urls/filtered_redirect",
+                f"scrapy-neardup: final URL already seen: {response.url}",
+                True,
+            )
         if self.check_canonical and 200 <= response.status < 300:
             canonical = find_canonical(response)
             if canonical and not _same_site(canonical, response.url):
@@ -139,16 +200,14 @@ class UrlFilterMiddleware:
                 # The content check still catches real reprints.
                 self.state.inc("neardup/urls/canonical_other_site")
             elif canonical and self._canonical_differs(canonical, requested):
-                seen = self._seen(request, canonical)
                 # A canonical pointing at the site root is a common misconfiguration; trusting
                 # it would drop every page of the site, so it is recorded but never drops.
-                if seen and not _is_root(canonical):
-                    self.state.inc("neardup/urls/filtered_canonical")
-                    raise self._ignore(
-                        request,
-                        f"scrapy-neardup: rel=canonical {canonical} already seen ({response.url})",
-                    )
-        return response
+                yield (
+                    canonical,
+                    "neardup/urls/filtered_canonical",
+                    f"scrapy-neardup: rel=canonical {canonical} already seen ({response.url})",
+                    not _is_root(canonical),
+                )
 
     def _canonical_differs(self, url: str, requested: str) -> bool:
         try:
@@ -281,11 +340,17 @@ class PageTextMiddleware:
                 found = await await_future(
                     extractor.submit_extract(body, response.url, response.encoding)
                 )
+            except PageLimitError as exc:
+                found = exc  # remembered: the same bytes again would hit it again
             except Exception as exc:  # a crashed worker must not kill the crawl
                 self.state.inc("neardup/extract/errors")
                 logger.warning("scrapy-neardup: extraction failed for %s: %r", response.url, exc)
                 return None
             extractor.remember(digest, found)
+        if isinstance(found, PageLimitError):
+            self.state.inc(f"neardup/skipped/{found.limit}")
+            extractor.log_limit(found, response.url, self.config.debug)
+            return None
         extracted, signed = found
         self.state.inc(f"neardup/extract/{extracted.how}")
         if not extracted.text:
@@ -307,8 +372,15 @@ class FrontierMiddleware:
     schedules again, at start, the requests a crashed run had queued.
 
     A request is done when its response's spider output was consumed to the end and every
-    item in it was scraped, dropped or failed; only then can a crash no longer lose it.
-    Sits next to the engine (order 10), so it sees the final output of the spider.
+    item in it was scraped, dropped or failed; the frontier then writes it done once the items
+    are durable in the feed files. Sits next to the engine (order 10), so it sees the final
+    output of the spider.
+
+    An item is counted at its end one reactor turn after its signal: Scrapy's FeedExporter
+    writes it into the feed file in its own ``item_scraped`` handler, which has run by then
+    whatever the order of the handlers (Scrapy calls them in connection order, or with
+    asyncio starts them all as tasks of one loop turn), so a request is never done before
+    its items are in the feed files.
     """
 
     def __init__(self, state: NearDupState) -> None:
@@ -363,8 +435,13 @@ class FrontierMiddleware:
         self._finish(output)
 
     def _item_done(self, item: Any = None, response: Any = None, *args: Any, **kwargs: Any) -> None:
+        from twisted.internet import reactor
+
         if self.state.frontier is not None:
             self.state.frontier.recovered_items.pop(id(item), None)
+        reactor.callLater(0, self._item_ended, response)
+
+    def _item_ended(self, response: Any) -> None:
         output = self._outputs.get(id(response)) if response is not None else None
         if output is not None and output.response is response:
             output.items -= 1

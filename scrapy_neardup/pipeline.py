@@ -9,6 +9,7 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 
 from scrapy_neardup.engine import Signed, Verdict
+from scrapy_neardup.extraction import PageLimitError
 from scrapy_neardup.state import NearDupState
 from scrapy_neardup.twisted_futures import await_future
 
@@ -73,13 +74,13 @@ class NearDupPipeline:
         if signed is None:
             return item
         base = self._base_key(adapter, page)
-        verdict = self.state.dedup.check_signed(self._unique(base), signed)
+        verdict = await self.state.check_item(base, signed)
         if verdict.short and self.state.dedup.near is not None:
             self.state.inc("neardup/short")
         if not verdict.is_duplicate:
             self.state.inc("neardup/items/kept")
             return item
-        if verdict.duplicate_of == base and self._recovered(item):
+        if verdict.duplicate_of == base and self._redelivered(item, base):
             # Its own URL, kept before a crash: whether the item reached the feed then is
             # unknown, so it is kept again (at least once beats lost; see frontier.py).
             self.state.inc("neardup/items/redelivered")
@@ -112,6 +113,11 @@ class NearDupPipeline:
                 return None
             try:
                 return await await_future(self.state.extractor.submit_sign(value))
+            except PageLimitError as exc:  # a text so long that signing it hit a limit
+                self.state.inc(f"neardup/skipped/{exc.limit}")
+                what = f"the text field of {self._base_key(adapter, page)}"
+                self.state.extractor.log_limit(exc, what, self.config.debug)
+                return None
             except Exception as exc:
                 self.state.inc("neardup/skipped/errors")
                 logger.warning("scrapy-neardup: could not sign an item's text: %r", exc)
@@ -121,25 +127,15 @@ class NearDupPipeline:
             return None
         return page.signed
 
-    def _recovered(self, item: Any) -> bool:
+    def _redelivered(self, item: Any, key: str) -> bool:
         frontier = self.state.frontier
-        return frontier is not None and frontier.is_recovered_item(item)
+        return frontier is not None and frontier.redelivers(item, key)
 
     def _base_key(self, adapter: ItemAdapter, page: Any) -> str:
         """The item's URL (or its page's)."""
         field = self.config.url_field
         value = adapter.get(field) if field else None
         return value if isinstance(value, str) and value else (page.url if page else "item")
-
-    def _unique(self, key: str) -> str:
-        """``key``, made unique when several items share one."""
-        dedup = self.state.dedup
-        if key in dedup.exact.store or key in dedup.members:
-            n = 2
-            while f"{key}#{n}" in dedup.exact.store or f"{key}#{n}" in dedup.members:
-                n += 1
-            key = f"{key}#{n}"
-        return key
 
     def _tag(self, adapter: ItemAdapter, verdict: Verdict) -> None:
         try:

@@ -26,7 +26,12 @@ from scrapy_neardup.state.files import (
     URL_SNAPSHOT,
 )
 from scrapy_neardup.storage.fingerprints import FingerprintStore
-from scrapy_neardup.storage.journal import MemberRecord, decode_content_record, read_records
+from scrapy_neardup.storage.journal import (
+    MemberRecord,
+    decode_content_record,
+    load_snapshot,
+    read_records,
+)
 from scrapy_neardup.urls import ScalableBloomFilter
 
 TOP_CLUSTERS = 10
@@ -45,8 +50,12 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
         )
     bloom = ScalableBloomFilter(1000, 0.001)
     snapshot = directory / URL_SNAPSHOT
-    if snapshot.exists():
-        bloom = ScalableBloomFilter.from_bytes(snapshot.read_bytes())
+    data = load_snapshot(snapshot)
+    if data is not None:
+        try:
+            bloom = ScalableBloomFilter.from_bytes(data)
+        except StateError as exc:
+            raise StateError(str(exc), path=str(snapshot)) from None
     fingerprints, _, _ = read_records(directory / URL_JOURNAL)
     for fp in fingerprints:
         bloom.add(fp)
@@ -56,14 +65,17 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
     heads: set[str] = set()
     members: dict[str, Member] = {}
     snapshot = directory / CONTENT_SNAPSHOT
-    if snapshot.exists():
-        for record in iter_state(snapshot.read_bytes()):
+    data = load_snapshot(snapshot)
+    try:
+        for record in iter_state(data) if data is not None else ():
             if record[0] == "meta":
                 meta = record[1]
             elif record[0] == "exact":
                 heads.add(record[1])
             elif record[0] == "member":
                 members[record[1].key] = record[1]
+    except StateError as exc:
+        raise StateError(str(exc), path=str(snapshot)) from None
     journal = directory / CONTENT_JOURNAL
     records, _, _ = read_records(journal)
     for payload in records:
@@ -127,6 +139,10 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
             for key, head, method, similarity in redis_index.members(client, prefix)
         }
         heads = client.hlen(f"{redis_client.key_base(prefix)}:exact:ids")
+        late = [
+            {"item": key, "original": head, "method": method, "similarity": round(sim, 4)}
+            for key, head, method, sim in redis_index.members(client, prefix, "late")
+        ]
     except redis_client.REDIS_ERRORS as exc:
         raise StorageError(f"cannot read {url}: {exc}") from None
     finally:
@@ -143,6 +159,9 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
             "stages": info["stages"],
         },
         "content": _content(meta, heads, members, top),
+        # Kept while Redis was unavailable, found duplicates once it was back: both copies
+        # were delivered (see scrapy_neardup.state.redis).
+        "late_duplicates": sorted(late, key=lambda d: d["item"]),
     }
 
 
@@ -256,4 +275,24 @@ def render(summary: dict[str, Any]) -> str:
             lines.extend(f"          {m}" for m in cluster["members"][:5])
             if len(cluster["members"]) > 5:
                 lines.append(f"          ... and {len(cluster['members']) - 5} more")
+    if "late_duplicates" in summary:
+        lines += _render_late(summary["late_duplicates"])
     return "\n".join(lines)
+
+
+#: Late duplicates printed (``--json`` lists them all).
+LATE_SHOWN = 20
+
+
+def _render_late(late: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "",
+        "Items delivered during a Redis outage that turn out to be duplicates: "
+        + (f"{len(late)} (clean them from your output)" if late else "none"),
+    ]
+    for d in late[:LATE_SHOWN]:
+        lines.append(f"  {d['item']}")
+        lines.append(f"      duplicate of {d['original']} ({d['method']}, {d['similarity']:.3f})")
+    if len(late) > LATE_SHOWN:
+        lines.append(f"  ... and {len(late) - LATE_SHOWN} more (--json lists them all)")
+    return lines

@@ -2,6 +2,8 @@
 
     python tests/crash_runner.py '{"start_url": ..., "settings": {...}, "log": "items.jsonl"}'
 
+(``"spider"``: the import path of another spider class than the demo's.)
+
 Every item's fate (kept or dropped, with the reason) is appended to ``log`` and fsynced as it
 happens, so what a run delivered before a SIGKILL is on disk; that stands in for a feed whose
 writes are durable. At a normal end a final ``{"stats": ...}`` line is appended.
@@ -21,9 +23,11 @@ sys.path.insert(0, str(ROOT / "example_project"))
 
 def main() -> None:
     args = json.loads(sys.argv[1])
-    from demo.spiders.demo import DemoSpider
     from scrapy import signals
     from scrapy.crawler import CrawlerProcess
+    from scrapy.utils.misc import load_object
+
+    spider_class = load_object(args.get("spider", "demo.spiders.demo.DemoSpider"))
 
     settings = {
         "ADDONS": {"scrapy_neardup.Addon": 500},
@@ -40,7 +44,7 @@ def main() -> None:
         os.fsync(log.fileno())
 
     process = CrawlerProcess(settings=settings)
-    crawler = process.create_crawler(DemoSpider)
+    crawler = process.create_crawler(spider_class)
 
     def on_scraped(item: Any, **kwargs: Any) -> None:
         write({"kept": dict(item)})

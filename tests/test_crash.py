@@ -27,7 +27,7 @@ sys.path.insert(0, str(EXAMPLE))
 from demo_site import Site  # noqa: E402
 
 from scrapy_neardup.state.files import CONTENT_JOURNAL, URL_JOURNAL  # noqa: E402
-from scrapy_neardup.storage.journal import read_records  # noqa: E402
+from scrapy_neardup.storage.journal import load_snapshot, read_records  # noqa: E402
 from scrapy_neardup.urls import ScalableBloomFilter, canonical_url, url_fingerprint  # noqa: E402
 
 RUNNER = ROOT / "tests" / "crash_runner.py"
@@ -78,10 +78,10 @@ def kill_after(proc: subprocess.Popen, log: Path, items: int, delay: float) -> b
 
 def recorded_urls(state_dir: Path) -> ScalableBloomFilter:
     """The URL filter as a restart would rebuild it (snapshot plus journal), read-only."""
-    snapshot = state_dir / "urls.bloom"
+    snapshot = load_snapshot(state_dir / "urls.bloom")
     bloom = (
-        ScalableBloomFilter.from_bytes(snapshot.read_bytes())
-        if snapshot.exists()
+        ScalableBloomFilter.from_bytes(snapshot)
+        if snapshot is not None
         else ScalableBloomFilter(1000, 0.001)
     )
     for fingerprint in read_records(state_dir / URL_JOURNAL)[0]:
@@ -188,3 +188,30 @@ def test_torn_last_records_are_cut_counted_and_logged(site, site_url, tmp_path) 
         assert f"{path} ends with a torn or corrupt record" in log
     runs = [[r for r in lines(path) if "stats" not in r] for path in (first, second)]
     check_ground_truth(site, runs, [True, False])
+
+
+def test_a_crash_after_a_clean_resume_does_not_hang_on_scrapys_queue(
+    site, site_url, tmp_path
+) -> None:
+    """Stopped cleanly (Scrapy writes its JOBDIR queue), resumed, then SIGKILLed: Scrapy's
+    queue is then inconsistent and Scrapy alone hangs on it (OSError at every pop). The
+    plugin moves it aside and schedules the requests it journaled, and loses nothing."""
+    jobdir = tmp_path / "job"
+    stderr = tmp_path / "stderr.log"
+    logs = [tmp_path / f"run{n}.jsonl" for n in range(3)]
+    first = start(site_url, jobdir, logs[0], stderr)
+    deadline = time.monotonic() + 60
+    while len(lines(logs[0])) < 5 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=60) == 0
+    assert (jobdir / "requests.queue").exists(), "no Scrapy queue to resume: nothing tested"
+    assert kill_after(start(site_url, jobdir, logs[1], stderr), logs[1], 5, 0.05)
+    last = start(site_url, jobdir, logs[2], stderr)
+    assert last.wait(timeout=120) == 0, stderr.read_text()[-3000:]
+    assert lines(logs[2])[-1]["stats"]["finish_reason"] == "finished"
+    log = stderr.read_text()
+    assert "Errno 22" not in log
+    assert "Scrapy's request queue" in log and (jobdir / "requests.queue.crashed").exists()
+    runs = [[r for r in lines(path) if "stats" not in r] for path in logs]
+    check_ground_truth(site, runs, [False, True, False])

@@ -11,6 +11,9 @@ import path of a subclass of :class:`NearDupState`.
 What an implementation provides: ``open()`` (load, idempotent), ``close()``, ``key_seen()``
 (URL test-and-set on a 16-byte request key), ``clear_urls()``, and a ``dedup``
 (:class:`~scrapy_neardup.engine.Deduplicator`) whose ``check_signed`` is the content check.
+Components that may wait call the async forms, :meth:`NearDupState.key_seen_async` and
+:meth:`NearDupState.check_item`: here they run inline; a state whose checks reach a server
+(``remote = True``, Redis) runs them off the reactor thread.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import gc
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +29,7 @@ from scrapy.utils.request import RequestFingerprinter
 from xxhash import xxh3_128_digest
 
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator, Signed
+from scrapy_neardup.engine import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError
 from scrapy_neardup.extraction import Extracted, Extractor, SignerSpec
 from scrapy_neardup.urls import canonical_url, url_fingerprint
@@ -62,6 +65,9 @@ class NearDupState:
 
     #: The journaled crawl frontier (scrapy_neardup.frontier), where the storage keeps one.
     frontier: Any = None
+    #: Whether checks reach a server: components then await the async forms of the checks
+    #: (:meth:`key_seen_async`, :meth:`check_item`) rather than call the synchronous ones.
+    remote = False
 
     def __init__(
         self,
@@ -86,7 +92,12 @@ class NearDupState:
         # Workers start when the first page needs extraction, not before: a crawl that
         # yields no items (or only items with a text field) never starts them.
         self.extractor = Extractor(
-            spec, config.workers, fast=config.extract_fast, on_start=self._prepare_checks
+            spec,
+            config.workers,
+            fast=config.extract_fast,
+            on_start=self._prepare_checks,
+            page_timeout=config.page_timeout,
+            page_memory=config.page_memory,
         )
         self.pending: dict[int, tuple[Any, PageText]] = {}
         self._users: set[int] = set()
@@ -210,11 +221,42 @@ class NearDupState:
         """Test and set of a request key; ``on_new`` is given a new key before it is recorded."""
         raise NotImplementedError
 
+    async def key_seen_async(self, key: bytes) -> bool:
+        """:meth:`key_seen` for callers that can wait (the downloader middleware)."""
+        return self.key_seen(key)
+
+    def late_check(self, key: bytes) -> Awaitable[bool] | None:
+        """A check of ``key`` that :meth:`key_seen` let through before its answer came, if
+        any: awaiting it says whether the request must be dropped (remote states only)."""
+        return None
+
+    @property
+    def has_late_checks(self) -> bool:
+        """Whether :meth:`late_check` may find something (cheap: asked for every request)."""
+        return False
+
     def clear_urls(self) -> None:
         """Forget every URL (scrapy-redis's scheduler flushes its dupefilter this way)."""
         raise NotImplementedError
 
     # -- pages and items ------------------------------------------------------------------
+
+    async def check_item(self, key: str, signed: Signed) -> Verdict:
+        """The content check of an item whose key (its URL) is ``key``: made unique when
+        several items share one, then ``dedup.check_signed``."""
+        return self.dedup.check_signed(self.unique_key(key), signed)
+
+    def unique_key(self, key: str) -> str:
+        """``key``, or ``key#2``, ``key#3``... when a kept document or a duplicate has it."""
+        if self._key_taken(key):
+            n = 2
+            while self._key_taken(f"{key}#{n}"):
+                n += 1
+            key = f"{key}#{n}"
+        return key
+
+    def _key_taken(self, key: str) -> bool:
+        return key in self.dedup.exact.store or key in self.dedup.members
 
     def register(self, item: Any, page: PageText) -> None:
         self.pending[id(item)] = (item, page)

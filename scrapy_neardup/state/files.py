@@ -2,26 +2,33 @@
 
 With a state directory (``JOBDIR/neardup`` by default) it is loaded at start, journaled as it
 changes, and snapshotted at close; see :mod:`scrapy_neardup.storage.journal` for what survives
-a crash. Files in the state directory::
+a crash, and for what stops a start instead (a corrupt journal or snapshot, a truncated
+journal). Every file that cannot be read stops the start with a StateError naming it. Files in
+the state directory::
 
-    urls.bloom       ScalableBloomFilter.to_bytes() snapshot (format in scrapy_neardup.urls)
+    urls.bloom       ScalableBloomFilter.to_bytes() snapshot (format in scrapy_neardup.urls),
+                     behind a checksum header (storage.journal.save_snapshot)
     urls.journal     journal of 16-byte request keys added since the snapshot
     urls.sqlite      every key, read only to confirm a Bloom positive before a request is
                      dropped (NEARDUP_URL_CONFIRM; scrapy_neardup.storage.fingerprints)
-    content.state    Deduplicator.to_bytes() snapshot (format in scrapy_neardup.engine)
+    content.state    Deduplicator.to_bytes() snapshot (format in scrapy_neardup.engine),
+                     behind a checksum header
     content.journal  kept documents and duplicates since the snapshot (records in
                      scrapy_neardup.storage.journal)
     frontier.journal requests let through the URL filter and not done yet, so that a crawl
                      killed with SIGKILL crawls them again (scrapy_neardup.frontier); only
                      written when FrontierMiddleware is on to mark requests done
+    *.journal.length each journal's length at its last recorded sync (storage.journal)
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import struct
 import tempfile
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,7 +45,8 @@ from scrapy_neardup.storage.journal import (
     decode_content_record,
     encode_head,
     encode_member,
-    write_snapshot,
+    load_snapshot,
+    save_snapshot,
 )
 from scrapy_neardup.urls import ScalableBloomFilter
 
@@ -47,6 +55,11 @@ logger = logging.getLogger(__name__)
 URL_SNAPSHOT, URL_JOURNAL = "urls.bloom", "urls.journal"
 URL_CONFIRM = "urls.sqlite"
 CONTENT_SNAPSHOT, CONTENT_JOURNAL = "content.state", "content.journal"
+#: Seconds between two periodic syncs at least (NEARDUP_FLUSH_INTERVAL=0 syncs every record).
+MIN_SYNC_PERIOD = 0.2
+#: Documents kept last before a crash whose items may not have reached the feed: far more than
+#: a flush interval's worth, and bounded so that a long crashed run costs no memory for them.
+UNSURE_KEPT_MAX = 10_000
 
 
 class ContentJournal:
@@ -65,7 +78,7 @@ class ContentJournal:
     def member(self, m: Member) -> None:
         self.journal.append(encode_member(MemberRecord(m.key, m.head, m.method, m.similarity)))
 
-    def replay(self, payload: bytes) -> None:
+    def replay(self, payload: bytes) -> HeadRecord | MemberRecord:
         record = decode_content_record(payload)
         if isinstance(record, HeadRecord):
             near = None
@@ -78,6 +91,7 @@ class ContentJournal:
             self.dedup.restore_member(
                 Member(record.key, record.head, record.method, record.similarity)
             )
+        return record
 
 
 class FileState(NearDupState):
@@ -93,12 +107,19 @@ class FileState(NearDupState):
         self.frontier: Frontier | None = None
         self.confirm: FingerprintStore | None = None
         self._confirm_tmp: str | None = None
+        self._sync_loop: Any = None  # a LoopingCall of _periodic_sync while the crawl runs
+        #: The clock of the periodic sync (None: the reactor; tests give a Clock).
+        self.sync_clock: Any = None
+        self._sync_failed = False
+        #: The last documents kept since the last clean close (see Frontier.unsure_kept).
+        self._journal_heads: deque[str] = deque(maxlen=UNSURE_KEPT_MAX)
 
     def built(self) -> None:
         # Saved state is read while the crawler is built: a StateError then stops the crawl
         # with one clear message, not errors from a half-open engine.
         if self.config.state_dir is not None:
             self.open()
+            self._schedule_sync_loop()
 
     def _frontier_wanted(self) -> bool:
         """Only when FrontierMiddleware will mark requests done: otherwise the journal would
@@ -118,20 +139,17 @@ class FileState(NearDupState):
         if directory is None:
             self._open_confirm(None)
             return
-        directory.mkdir(parents=True, exist_ok=True)
         try:
+            directory.mkdir(parents=True, exist_ok=True)
             self._load_urls(directory)
             self._load_content(directory)
             self._load_frontier(directory)
+        except OSError as exc:  # a StateError names the file, as for every unreadable one
+            self._abandon()
+            message = f"cannot be read or written: {exc.strerror or exc}"
+            raise StateError(message, path=str(exc.filename or directory)) from None
         except BaseException:
-            self._opened = False  # so close() never writes a snapshot over unread state
-            frontier = self.frontier.journal if self.frontier is not None else None
-            for journal in (self._url_journal, self._content_journal, frontier):
-                if journal is not None:
-                    journal.close()
-            if self.confirm is not None:
-                self.confirm.close()
-                self.confirm = None
+            self._abandon()
             raise
         logger.info(
             "scrapy-neardup: state in %s: %d URLs, %d documents kept, %d duplicates",
@@ -141,11 +159,23 @@ class FileState(NearDupState):
             len(self.dedup.members),
         )
 
+    def _abandon(self) -> None:
+        """Close what a failed start opened, writing no snapshot over the unread state."""
+        self._opened = False
+        frontier = self.frontier.journal if self.frontier is not None else None
+        for journal in (self._url_journal, self._content_journal, frontier):
+            if journal is not None:
+                journal.close()
+        if self.confirm is not None:
+            self.confirm.close()
+            self.confirm = None
+
     def _load_urls(self, directory: Path) -> None:
         snapshot = directory / URL_SNAPSHOT
-        if snapshot.exists():
+        data = load_snapshot(snapshot)
+        if data is not None:
             try:
-                self.urls = ScalableBloomFilter.from_bytes(snapshot.read_bytes())
+                self.urls = ScalableBloomFilter.from_bytes(data)
             except StateError as exc:
                 raise StateError(str(exc), path=str(snapshot)) from None
         self._open_confirm(directory)
@@ -190,16 +220,19 @@ class FileState(NearDupState):
 
     def _load_content(self, directory: Path) -> None:
         snapshot = directory / CONTENT_SNAPSHOT
-        if snapshot.exists():
+        data = load_snapshot(snapshot)
+        if data is not None:
             try:
-                self.dedup.load_bytes(snapshot.read_bytes())
+                self.dedup.load_bytes(data)
             except StateError as exc:
                 raise StateError(str(exc), path=str(snapshot)) from None
         self._content_journal = Journal(directory / CONTENT_JOURNAL, self.config.flush_interval)
         recorder = ContentJournal(self._content_journal, self.dedup)
         for payload in self._content_journal.open():
             try:
-                recorder.replay(payload)
+                record = recorder.replay(payload)
+                if isinstance(record, HeadRecord):
+                    self._journal_heads.append(record.key)
             except (ValueError, struct.error, UnicodeDecodeError) as exc:
                 raise StateError(
                     f"unreadable journal record: {exc}", path=str(self._content_journal.path)
@@ -208,18 +241,23 @@ class FileState(NearDupState):
 
     def _load_frontier(self, directory: Path) -> None:
         """The requests still to crawl (see :mod:`scrapy_neardup.frontier`), and the order in
-        which the journals are made durable: content, then frontier, then URLs."""
+        which the journals are made durable: the frontier's queued requests, then content,
+        then the frontier's done requests (after the feed files), then URLs."""
         assert self._url_journal is not None and self._content_journal is not None
         journals = [self._url_journal, self._content_journal]
         if self._frontier_wanted():
             self.frontier = Frontier(directory, self.config.flush_interval, self.stats)
             self.frontier.crawler = self.crawler
             self.frontier.open()
+            if not self.frontier.ended_cleanly:
+                self._set_aside_scrapy_queue()
+                self.frontier.unsure_kept = set(self._journal_heads)
             for key in self.frontier.pending:
                 if not self._record(key):  # journaled as queued, lost as recorded
                     self._url_journal.append(key)
             journals.append(self.frontier.journal)
-            self.frontier.journal.before_sync = self._content_journal.sync
+            self._content_journal.before_sync = self.frontier.journal.sync  # "Q" records
+            self.frontier.before_done = self._content_journal.sync
             self._url_journal.before_sync = self.frontier.sync
         else:
             self._url_journal.before_sync = self._content_journal.sync
@@ -227,14 +265,94 @@ class FileState(NearDupState):
         if torn:
             self.inc("neardup/state/torn_journals", torn)
 
+    def _set_aside_scrapy_queue(self) -> None:
+        """After a crash, move Scrapy's JOBDIR request queue out of the scheduler's way.
+
+        Scrapy writes that queue's bookkeeping only at a clean close, so a SIGKILL after a
+        resumed run leaves it inconsistent: Scrapy then fails on it with ``OSError`` at every
+        pop and the crawl hangs (plain Scrapy does the same). The frontier journal holds every
+        request that queue could: the crashed run's pending ones are scheduled again.
+        """
+        from scrapy.utils.job import job_dir
+
+        jobdir = job_dir(self.crawler.settings) if self.crawler is not None else None
+        queue = Path(jobdir) / "requests.queue" if jobdir else None
+        if queue is None or not queue.exists():
+            return
+        aside = queue.with_name("requests.queue.crashed")
+        shutil.rmtree(aside, ignore_errors=True)
+        queue.rename(aside)
+        logger.warning(
+            "scrapy-neardup: the last run did not end cleanly, so Scrapy's request queue in %s "
+            "is stale (Scrapy cannot resume it after a crash); it was moved to %s, and the "
+            "requests the plugin journaled are scheduled again",
+            queue,
+            aside,
+        )
+
     def sync(self) -> None:
-        for journal in (self._url_journal, self._content_journal):
-            if journal is not None:
-                journal.sync()
+        """Make everything recorded so far durable, in the order of the journals' own syncs:
+        content, then the frontier (feed files first, then the requests done), then URLs."""
+        if self._content_journal is not None:
+            self._content_journal.sync()
+        if self.frontier is not None:
+            self.frontier.sync()
+        if self._url_journal is not None:
+            self._url_journal.sync()
         if self.confirm is not None:
             self.confirm.commit()
 
+    def _schedule_sync_loop(self) -> None:
+        """Sync every ``NEARDUP_FLUSH_INTERVAL`` seconds (``MIN_SYNC_PERIOD`` at least) while
+        the crawl runs. A journal syncs by itself only when a record is appended, so without
+        this the last records before a quiet spell, and the requests the frontier holds as
+        done until their items are in the feed files, would wait for the next record."""
+        from scrapy import signals
+        from scrapy.utils.reactor import is_reactor_installed
+
+        if self.crawler is None or not self._opened:
+            return
+        if is_reactor_installed():
+            from twisted.internet import reactor
+
+            if reactor.running:
+                self._start_sync_loop()
+                return
+        self.crawler.signals.connect(self._start_sync_loop, signal=signals.engine_started)
+
+    def _start_sync_loop(self, *args: Any, **kwargs: Any) -> None:
+        from scrapy.utils.reactor import is_reactor_installed
+        from twisted.internet.task import LoopingCall
+
+        if self._sync_loop is not None or self._closed or not self._opened:
+            return
+        clock = self.sync_clock
+        if clock is None:
+            if not is_reactor_installed():  # Scrapy without a Twisted reactor: appends sync
+                return
+            from twisted.internet import reactor as clock
+        self._sync_loop = LoopingCall(self._periodic_sync)
+        self._sync_loop.clock = clock
+        self._sync_loop.start(max(self.config.flush_interval, MIN_SYNC_PERIOD), now=False)
+
+    def _periodic_sync(self) -> None:
+        try:
+            self.sync()
+        except Exception:  # a full disk: retried at the next tick, logged once
+            self.inc("neardup/state/sync_errors")
+            if not self._sync_failed:
+                self._sync_failed = True
+                logger.exception(
+                    "scrapy-neardup: syncing the state in %s failed; retried every interval "
+                    "(failures counted in neardup/state/sync_errors)",
+                    self.config.state_dir,
+                )
+
     def _close(self) -> None:
+        if self._sync_loop is not None:
+            if self._sync_loop.running:
+                self._sync_loop.stop()
+            self._sync_loop = None
         if self.confirm is not None:
             if self.stats is not None:
                 self.stats.set_value(
@@ -247,8 +365,8 @@ class FileState(NearDupState):
                 Path(self._confirm_tmp + suffix).unlink(missing_ok=True)
         directory = self.config.state_dir
         if directory is not None and self._opened:
-            write_snapshot(directory / URL_SNAPSHOT, self.urls.to_bytes())
-            write_snapshot(directory / CONTENT_SNAPSHOT, self.dedup.to_bytes())
+            save_snapshot(directory / URL_SNAPSHOT, self.urls.to_bytes())
+            save_snapshot(directory / CONTENT_SNAPSHOT, self.dedup.to_bytes())
             for journal in (self._url_journal, self._content_journal):
                 if journal is not None:
                     journal.reset()
@@ -285,4 +403,4 @@ class FileState(NearDupState):
         if self._url_journal is not None:
             self._url_journal.reset()
         if config.state_dir is not None and self._opened:
-            write_snapshot(config.state_dir / URL_SNAPSHOT, self.urls.to_bytes())
+            save_snapshot(config.state_dir / URL_SNAPSHOT, self.urls.to_bytes())
