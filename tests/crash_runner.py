@@ -13,12 +13,27 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "example_project"))
+
+
+def launch(args: dict[str, Any], stderr: Path, cwd: Path) -> subprocess.Popen:
+    """Start this runner in a fresh process with ``args``, its stderr appended to ``stderr``."""
+    from crawl_runner import ENV
+
+    with stderr.open("ab") as err:
+        return subprocess.Popen(
+            [sys.executable, __file__, json.dumps(args)],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=cwd,
+            env=ENV,
+        )
 
 
 def main() -> None:

@@ -10,7 +10,9 @@ import shutil
 import socket
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 
 def free_port() -> int:
@@ -90,3 +92,38 @@ class RedisServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class Stats:
+    """Just enough of Scrapy's stats collector for a state used without a crawler."""
+
+    def __init__(self) -> None:
+        self.values: Counter[str] = Counter()
+
+    def inc_value(self, key: str, count: int = 1) -> None:
+        self.values[key] += count
+
+    def set_value(self, key: str, value: int) -> None:
+        self.values[key] = value
+
+
+def redis_state(server: RedisServer, prefix: str = "t", **settings: Any) -> tuple[Any, Stats]:
+    """An opened RedisState on ``server`` (no crawler, no extraction) and its stats."""
+    from scrapy_neardup.config import NearDupConfig
+    from scrapy_neardup.state.redis import RedisState
+
+    config = NearDupConfig.from_settings(
+        {
+            "NEARDUP_STORAGE": "redis",
+            "NEARDUP_REDIS_URL": server.url,
+            "NEARDUP_EXTRACT": False,
+            "NEARDUP_WORKERS": 0,
+            "NEARDUP_MIN_TOKENS": 20,
+            "NEARDUP_REDIS_TIMEOUT": 1.0,
+            **settings,
+        }
+    )
+    stats = Stats()
+    state = RedisState(config, stats, key_prefix=prefix)
+    state.open()
+    return state, stats

@@ -10,21 +10,18 @@ without changing the file.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from crash_runner import launch
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNNER = ROOT / "tests" / "crash_runner.py"
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "example_project")])}
 SETTINGS = {
     "CONCURRENT_REQUESTS": 2,
     "DOWNLOAD_DELAY": 0.01,
@@ -37,14 +34,7 @@ JOURNALS = ("urls.journal", "content.journal", "frontier.journal")
 
 def start(site_url: str, jobdir: Path, log: Path, stderr: Path) -> subprocess.Popen:
     args = {"start_url": site_url, "log": str(log), "settings": {"JOBDIR": str(jobdir), **SETTINGS}}
-    with stderr.open("ab") as err:
-        return subprocess.Popen(
-            [sys.executable, str(RUNNER), json.dumps(args)],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            cwd=jobdir.parent,
-            env=ENV,
-        )
+    return launch(args, stderr, jobdir.parent)
 
 
 def items(log: Path) -> int:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from crash_runner import launch
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"
@@ -30,8 +31,6 @@ from scrapy_neardup.state.files import CONTENT_JOURNAL, URL_JOURNAL  # noqa: E40
 from scrapy_neardup.storage.journal import load_snapshot, read_records  # noqa: E402
 from scrapy_neardup.urls import ScalableBloomFilter, canonical_url, url_fingerprint  # noqa: E402
 
-RUNNER = ROOT / "tests" / "crash_runner.py"
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLE)])}
 SETTINGS = {
     "CONCURRENT_REQUESTS": 2,
     "DOWNLOAD_DELAY": 0.01,
@@ -46,14 +45,7 @@ def start(site_url: str, jobdir: Path, log: Path, stderr: Path) -> subprocess.Po
         "log": str(log),
         "settings": {"JOBDIR": str(jobdir), "LOG_LEVEL": "INFO", **SETTINGS},
     }
-    with stderr.open("ab") as err:
-        return subprocess.Popen(
-            [sys.executable, str(RUNNER), json.dumps(args)],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            cwd=jobdir.parent,
-            env=ENV,
-        )
+    return launch(args, stderr, jobdir.parent)
 
 
 def lines(log: Path) -> list[dict]:

@@ -19,7 +19,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,11 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crash_runner import launch
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"
-RUNNER = ROOT / "tests" / "crash_runner.py"
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLE)])}
 SETTINGS = {
     "CONCURRENT_REQUESTS": 2,
     "DOWNLOAD_DELAY": 0.01,
@@ -82,14 +80,7 @@ def start(
             **settings,
         },
     }
-    with (tmp / "stderr.log").open("ab") as err:
-        return subprocess.Popen(
-            [sys.executable, str(RUNNER), json.dumps(args)],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            cwd=tmp,
-            env=ENV,
-        )
+    return launch(args, tmp / "stderr.log", tmp)
 
 
 def kill_at_random(proc: subprocess.Popen, fates: Path, rng: random.Random) -> bool:

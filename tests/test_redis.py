@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import crawl_runner
 from crawl_runner import ENV
-from redis_server import RedisServer
+from redis_server import RedisServer, redis_state
 
 from corpus import synthetic_corpus
 
@@ -74,37 +74,6 @@ def redis_dedup(client, prefix: str, method: str, **params) -> Deduplicator:
             client, prefix, name, exact if name == "exact" else m
         ),
     )
-
-
-class Stats:
-    """Just enough of Scrapy's stats collector for a state used without a crawler."""
-
-    def __init__(self) -> None:
-        self.values: Counter[str] = Counter()
-
-    def inc_value(self, key: str, count: int = 1) -> None:
-        self.values[key] += count
-
-    def set_value(self, key: str, value: int) -> None:
-        self.values[key] = value
-
-
-def redis_state(server, prefix: str = "t", **settings) -> tuple[RedisState, Stats]:
-    config = NearDupConfig.from_settings(
-        {
-            "NEARDUP_STORAGE": "redis",
-            "NEARDUP_REDIS_URL": server.url,
-            "NEARDUP_EXTRACT": False,
-            "NEARDUP_WORKERS": 0,
-            "NEARDUP_MIN_TOKENS": 20,
-            "NEARDUP_REDIS_TIMEOUT": 1.0,
-            **settings,
-        }
-    )
-    stats = Stats()
-    state = RedisState(config, stats, key_prefix=prefix)
-    state.open()
-    return state, stats
 
 
 # -- content indexes ---------------------------------------------------------------------------

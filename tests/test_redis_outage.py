@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.report import render, summarize_redis
 from scrapy_neardup.state.redis import RETRY_INTERVAL, RedisState
 from scrapy_neardup.storage import redis_client, redis_index
@@ -29,7 +28,7 @@ from scrapy_neardup.urls import url_fingerprint
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import crawl_runner
-from redis_server import RedisServer
+from redis_server import RedisServer, Stats, redis_state
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "tests" / "stall_runner.py"
@@ -59,35 +58,8 @@ def client(server):
     c.close()
 
 
-class Stats:
-    """Just enough of Scrapy's stats collector for a state used without a crawler."""
-
-    def __init__(self) -> None:
-        self.values: Counter[str] = Counter()
-
-    def inc_value(self, key: str, count: int = 1) -> None:
-        self.values[key] += count
-
-    def set_value(self, key: str, value: int) -> None:
-        self.values[key] = value
-
-
-def redis_state(server: RedisServer, prefix: str, **settings: object) -> tuple[RedisState, Stats]:
-    config = NearDupConfig.from_settings(
-        {
-            "NEARDUP_STORAGE": "redis",
-            "NEARDUP_REDIS_URL": server.url,
-            "NEARDUP_EXTRACT": False,
-            "NEARDUP_WORKERS": 0,
-            "NEARDUP_MIN_TOKENS": 20,
-            "NEARDUP_REDIS_TIMEOUT": 0.5,
-            **settings,
-        }
-    )
-    stats = Stats()
-    state = RedisState(config, stats, key_prefix=prefix)
-    state.open()
-    return state, stats
+def outage_state(server: RedisServer, prefix: str, **settings: object) -> tuple[RedisState, Stats]:
+    return redis_state(server, prefix, NEARDUP_REDIS_TIMEOUT=0.5, **settings)
 
 
 def text(name: str, edit: int | None = None) -> str:
@@ -116,8 +88,8 @@ def test_items_let_through_are_reconciled_across_crawlers(client, server, caplog
     X's cluster, u is counted as a late duplicate, and of the two Ys one is the original and
     the other listed as late: nothing is kept twice in Redis, and the report lists them."""
     caplog.set_level(logging.INFO, "scrapy_neardup")
-    a, stats_a = redis_state(server, "rc")
-    b, stats_b = redis_state(server, "rc")
+    a, stats_a = outage_state(server, "rc")
+    b, stats_b = outage_state(server, "rc")
     sign = a.dedup.sign
     u = url_fingerprint("https://example.com/u")
     assert not b.key_seen(u)
@@ -168,7 +140,7 @@ def test_items_let_through_are_reconciled_across_crawlers(client, server, caplog
 def test_calls_queued_behind_a_hung_redis_fail_at_once(client, server) -> None:
     """Redis hung (SIGSTOP): the first call waits its timeout and starts the outage; the
     checks queued behind it in the content thread never reach Redis (one error in all)."""
-    state, stats = redis_state(server, "hung")
+    state, stats = outage_state(server, "hung")
     sign = state.dedup.sign
     assert not state.dedup.check_signed("before", sign(text("before"))).is_duplicate
     signed = [sign(text(f"doc{n}")) for n in range(5)]
