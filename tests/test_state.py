@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from scrapy.utils.test import get_crawler
 
 from scrapy_neardup.exceptions import ConfigError, StateError
 from scrapy_neardup.state import FileState, NearDupState
+from scrapy_neardup.urls import url_fingerprint
 
 
 class CountingState(FileState):
@@ -179,4 +182,25 @@ def test_torn_tails_left_by_a_kill_are_cut_and_counted(jobdir) -> None:
     state = state_of(jobdir)
     assert state.stats.get_value("neardup/state/torn_journals") == 2
     assert len(state.urls) == 4 and len(state.dedup) == 2  # nothing before the tears lost
+    state.close()
+
+
+def test_a_url_store_that_breaks_mid_crawl_is_dropped_not_fatal(jobdir, caplog) -> None:
+    """Damage only a later read meets (here the counters' page, read on a Bloom false
+    positive): the crawl goes on without confirming, logged once and counted."""
+    path = jobdir / "neardup" / "urls.sqlite"
+    data = bytearray(path.read_bytes())
+    data[2 * 4096 : 3 * 4096] = b"\xa5" * 4096  # page 3, the counters table
+    path.write_bytes(bytes(data))
+    state = state_of(jobdir)
+    key = url_fingerprint("https://example.com/never-fetched")
+    state.urls.add(key)  # a Bloom false positive
+    with caplog.at_level(logging.ERROR, logger="scrapy_neardup"):
+        assert state.key_seen(key) is False  # confirmed new, then the store broke
+        assert state.url_seen("https://example.com/other") is False
+        assert state.url_seen("https://example.com/other") is True
+    assert state.confirm is None
+    assert state.stats.get_value("neardup/urls/confirm_errors") == 1
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and str(path) in errors[0].getMessage()
     state.close()

@@ -23,9 +23,11 @@ the state directory::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+import sqlite3
 import struct
 import tempfile
 from collections import deque
@@ -379,21 +381,41 @@ class FileState(NearDupState):
 
     def key_seen(self, key: bytes, on_new: Callable[[bytes], None] | None = None) -> bool:
         if self.urls.add(key):
-            if self.confirm is None or key in self.confirm:
+            if self.confirm is None or self._confirm(self.confirm.__contains__, key, True):
                 return True
             # A Bloom false positive: without the store, a page nobody fetched was dropped.
             self.inc("neardup/urls/false_positives")
-            self.confirm.count("false_positives")
+            self._confirm(self.confirm.count, "false_positives", None)
             if self.config.debug:
                 logger.debug("scrapy-neardup: Bloom false positive confirmed new: %s", key.hex())
         if self.confirm is not None:
-            self.confirm.add(key)
+            self._confirm(self.confirm.add, key, None)
         if on_new is not None:
             on_new(key)
         if self._url_journal is not None:
             self._url_journal.append(key)
         self.inc("neardup/urls/recorded")
         return False
+
+    def _confirm(self, call: Callable[[Any], Any], arg: Any, failed: Any) -> Any:
+        """``call(arg)`` on the URL store; ``failed`` when the store breaks mid-crawl (a disk
+        error, damage that opening could not see). The crawl then goes on without it,
+        trusting the Bloom filter as with ``NEARDUP_URL_CONFIRM=False``: the store is a
+        safeguard against false positives, and losing it must not stop every request."""
+        try:
+            return call(arg)
+        except StateError as exc:
+            self.inc("neardup/urls/confirm_errors")
+            logger.error(
+                "scrapy-neardup: %s; Bloom positives are not confirmed for the rest of this "
+                "crawl, and the next start stops on this file until it is moved away",
+                exc,
+            )
+            store, self.confirm = self.confirm, None
+            if store is not None:
+                with contextlib.suppress(StateError, sqlite3.Error):
+                    store.close()
+            return failed
 
     def clear_urls(self) -> None:
         config = self.config
