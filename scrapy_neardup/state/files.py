@@ -33,7 +33,7 @@ import tempfile
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from scrapy_neardup.engine import Deduplicator, Member, Signed
 from scrapy_neardup.exceptions import StateError
@@ -53,6 +53,8 @@ from scrapy_neardup.storage.journal import (
 from scrapy_neardup.urls import ScalableBloomFilter
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 URL_SNAPSHOT, URL_JOURNAL = "urls.bloom", "urls.journal"
 URL_CONFIRM = "urls.sqlite"
@@ -173,13 +175,9 @@ class FileState(NearDupState):
             self.confirm = None
 
     def _load_urls(self, directory: Path) -> None:
-        snapshot = directory / URL_SNAPSHOT
-        data = load_snapshot(snapshot)
-        if data is not None:
-            try:
-                self.urls = ScalableBloomFilter.from_bytes(data)
-            except StateError as exc:
-                raise StateError(str(exc), path=str(snapshot)) from None
+        urls = _parse_snapshot(directory / URL_SNAPSHOT, ScalableBloomFilter.from_bytes)
+        if urls is not None:
+            self.urls = urls
         self._open_confirm(directory)
         self._url_journal = Journal(directory / URL_JOURNAL, self.config.flush_interval)
         for key in self._url_journal.open():
@@ -221,13 +219,7 @@ class FileState(NearDupState):
         self.confirm = store
 
     def _load_content(self, directory: Path) -> None:
-        snapshot = directory / CONTENT_SNAPSHOT
-        data = load_snapshot(snapshot)
-        if data is not None:
-            try:
-                self.dedup.load_bytes(data)
-            except StateError as exc:
-                raise StateError(str(exc), path=str(snapshot)) from None
+        _parse_snapshot(directory / CONTENT_SNAPSHOT, self.dedup.load_bytes)
         self._content_journal = Journal(directory / CONTENT_JOURNAL, self.config.flush_interval)
         recorder = ContentJournal(self._content_journal, self.dedup)
         for payload in self._content_journal.open():
@@ -426,3 +418,15 @@ class FileState(NearDupState):
             self._url_journal.reset()
         if config.state_dir is not None and self._opened:
             save_snapshot(config.state_dir / URL_SNAPSHOT, self.urls.to_bytes())
+
+
+def _parse_snapshot(path: Path, parse: Callable[[bytes], T]) -> T | None:
+    """``parse`` of a snapshot's checked body (None without a snapshot); a StateError of
+    ``parse`` (another format) names the file too."""
+    data = load_snapshot(path)
+    if data is None:
+        return None
+    try:
+        return parse(data)
+    except StateError as exc:
+        raise StateError(str(exc), path=str(path)) from None
