@@ -9,7 +9,9 @@
    (``MinHash`` + ``MinHashLSH``, threshold 0.5, 128 permutations) and rensa (``RMinHash`` +
    ``RMinHashLSH``). Plain and ours both index only documents that match nothing (first seen
    wins). Target (issue): each backend at least 2x its plain library per document. A stage
-   table shows where our time goes.
+   table shows where our time goes; table 1b the signature bytes and buckets per document.
+   ``imatch``, ``supershingles``, ``sentences`` and ``cosine`` have no plain library to
+   compare with: their rows show ours only.
 2. Query time at 10k, 100k and 1M indexed documents (``--quick``: up to 100k), the index filled
    with synthetic signatures of unrelated documents, each backend in its own process (so the
    RSS growth per document is its own). Target: 1M within 2x of 10k.
@@ -44,7 +46,16 @@ from scrapy_neardup.engine import Deduplicator, Index  # noqa: E402
 from scrapy_neardup.storage.memory import MemoryBucketStore  # noqa: E402
 from scrapy_neardup.text import Document  # noqa: E402
 
-BACKENDS = ("exact", "simhash", "minhash", "spotsigs")
+BACKENDS = (
+    "exact",
+    "simhash",
+    "minhash",
+    "spotsigs",
+    "imatch",
+    "supershingles",
+    "sentences",
+    "cosine",
+)
 TARGET_SPEEDUP = 2.0
 TARGET_SCALING = 2.0
 SPOTSIGS_SCALING_SIZE = 100  # spot signatures per synthetic document in part 2 (see notes)
@@ -156,8 +167,8 @@ def plain_runners() -> dict[str, list[tuple[str, Runner, bool]]]:
         "exact": [("hashlib.sha1 raw text + dict", plain_exact, False)],
         "simhash": [],
         "minhash": [],
-        "spotsigs": [],
     }
+    out.update((name, []) for name in BACKENDS if name not in out)
     if _have("simhash"):
         out["simhash"].append(("simhash Simhash+SimhashIndex", plain_simhash, True))
     if _have("datasketch"):
@@ -216,6 +227,19 @@ def throughput(docs: list[str], warmup: list[str], repeats: int) -> dict[str, An
             ],
         }
     return results
+
+
+def signature_sizes(docs: list[str]) -> dict[str, tuple[float, float]]:
+    """Mean encoded signature bytes and bucket keys per document, for each backend."""
+    out = {}
+    for name in BACKENDS:
+        method = make_method(name)
+        sigs = [method.signature(Document(text)) for text in docs]
+        out[name] = (
+            float(np.mean([len(method.encode(sig)) for sig in sigs])),
+            float(np.mean([len(method.bucket_keys(sig)) for sig in sigs])),
+        )
+    return out
 
 
 def print_throughput(results: dict[str, Any], n_docs: int, avg_chars: float) -> None:
@@ -370,6 +394,22 @@ class Signatures:
             return rng.integers(0, 2**64, size=n, dtype=np.uint64).tolist()
         if self.name == "minhash":
             return list(rng.integers(0, 2**32, size=(n, 128), dtype=np.uint32))
+        if self.name == "imatch":  # 1 + 20 lexicon slots (a page without any is not indexed)
+            return list(rng.integers(1, 2**64, size=(n, 21), dtype=np.uint64))
+        if self.name == "supershingles":
+            return list(rng.integers(1, 2**64, size=(n, 14), dtype=np.uint64))
+        if self.name == "sentences":
+            from scrapy_neardup.algorithms.sentences import SentencesSignature
+
+            raw, lengths = rng.bytes(16 * n), rng.integers(500, 20_000, size=n)
+            return [
+                SentencesSignature(raw[16 * i : 16 * i + 16], int(lengths[i])) for i in range(n)
+            ]
+        if self.name == "cosine":
+            bits = make_method("cosine").bits
+            raw = rng.bytes(bits // 8 * n)
+            step = bits // 8
+            return [int.from_bytes(raw[i : i + step], "little") for i in range(0, len(raw), step)]
         if self.spot_model is not None:
             return self._real_spots(n)
         sizes = np.clip(rng.normal(SPOTSIGS_SCALING_SIZE, 15, size=n), 20, None).astype(int)
@@ -403,6 +443,26 @@ class Signatures:
             pos = rng.choice(len(out), size=len(out) // 5, replace=False)
             out[pos] = rng.integers(0, 2**32, size=len(pos), dtype=np.uint32)
             return out
+        if self.name == "imatch":  # one kept word edited: the base slot and most thinned ones
+            out = sig.copy()
+            redraw = rng.random(len(out)) < 0.9
+            redraw[0] = True
+            out[redraw] = rng.integers(1, 2**64, size=int(redraw.sum()), dtype=np.uint64)
+            if (out == sig).sum() == 0:
+                out[1] = sig[1]
+            return out
+        if self.name == "supershingles":  # 3 of 14 super-shingles kept
+            out = rng.integers(1, 2**64, size=len(sig), dtype=np.uint64)
+            kept = rng.choice(len(sig), size=3, replace=False)
+            out[kept] = sig[kept]
+            return out
+        if self.name == "sentences":
+            return type(sig)(sig.digest, int(sig.length * 0.95))
+        if self.name == "cosine":  # about 3% of the bits flipped: cosine ~0.995
+            bits = make_method("cosine").bits
+            flips = rng.choice(bits, size=bits * 3 // 100, replace=False)
+            mask = sum(1 << int(b) for b in flips)
+            return sig ^ mask
         keep = rng.random(len(sig)) >= 0.15  # about 15% of the spots replaced
         new = rng.integers(0, 2**64, size=len(sig) - int(keep.sum()), dtype=np.uint64)
         return np.sort(np.concatenate([sig[keep], new]))
@@ -625,6 +685,13 @@ def run(quick: bool = False) -> dict[str, Any]:
     spot_sizes = [len(make_method("spotsigs").signature(Document(d))) for d in docs[:200]]
     thr = throughput(docs, warmup, repeats)
     print_throughput(thr, len(docs), avg)
+    sizes = signature_sizes(docs[:200])
+    print_table(
+        ["backend", "signature B/doc", "buckets/doc"],
+        [[name, f"{b:.0f}", f"{k:.1f}"] for name, (b, k) in sizes.items()],
+        title="1c. What one indexed document costs before storage overhead: its encoded "
+        "signature (what saved state and Redis hold) and the buckets it is posted under",
+    )
     stage = stages(docs[: min(len(docs), 1000)])
     print_stages(stage, min(len(docs), 1000))
     note = f"Spot signatures per document here: mean {np.mean(spot_sizes):.0f}."
@@ -647,6 +714,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "documents": len(docs),
         "throughput": thr,
         "stages": stage,
+        "signature_sizes": sizes,
         "scaling": scale,
         "seconds": elapsed,
     }

@@ -71,6 +71,14 @@ DEFAULTS = {
     ),
     "simhash": Config.of("simhash", label="simhash (default)", k=3, shingles="word:2"),
     "spotsigs": Config.of("spotsigs", label="spotsigs (default)", threshold=0.5, chain=2),
+    "imatch": Config.of(
+        "imatch", label="imatch (default)", low=3.0, high=4.5, lexicons=20, keep=0.3, min_terms=15
+    ),
+    "supershingles": Config.of(
+        "supershingles", label="supershingles (default)", num_perm=84, groups=14, b=2
+    ),
+    "sentences": Config.of("sentences", label="sentences (default)", n=3, min_length_ratio=0.8),
+    "cosine": Config.of("cosine", label="cosine (default)", threshold=0.8, shingles="word:2"),
 }
 
 # The settings weighed against the defaults (see evaluation/ACCURACY.md); shown beside them.
@@ -128,7 +136,36 @@ def grid(lang: str, quick: bool) -> dict[str, list[Config]]:
                 for c in (1, 2)
                 for t in (0.4, 0.5)
             ]
-    return {"minhash": minhash, "simhash": simhash, "spotsigs": spotsigs}
+    imatch = [
+        Config.of(
+            "imatch",
+            label="imatch (Kołcz: 10 lexicons of 70%, zipf 2.5-5.5)",
+            lexicons=10,
+            keep=0.7,
+            low=2.5,
+            high=5.5,
+        ),
+        Config.of("imatch", label="imatch without randomised lexicons", lexicons=0),
+        Config.of("imatch", min_terms=10),
+    ]
+    supershingles = [
+        Config.of("supershingles", label="supershingles (literature: 6 groups of 14)", groups=6),
+        Config.of("supershingles", groups=14, b=3),
+        Config.of("supershingles", num_perm=128, groups=16, b=2),
+    ]
+    sentences = [Config.of("sentences", n=n) for n in (2, 4)]
+    sentences += [Config.of("sentences", min_length_ratio=r) for r in (0.7, 0.9)]
+    cosine = [Config.of("cosine", threshold=t) for t in (0.7, 0.9)]
+    cosine += [Config.of("cosine", weighting="tf")]
+    return {
+        "minhash": minhash,
+        "simhash": simhash,
+        "spotsigs": spotsigs,
+        "imatch": imatch,
+        "supershingles": supershingles,
+        "sentences": sentences,
+        "cosine": cosine,
+    }
 
 
 # -- output ---------------------------------------------------------------------------------

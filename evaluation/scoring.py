@@ -137,7 +137,9 @@ class Scorer:
         if config.backend == "exact":
             return [None] * len(self.docs), 0.0
         kw = config.kwargs
-        key = (config.backend, *((p, repr(kw.get(p))) for p in SIGNATURE_PARAMS[config.backend]))
+        # a backend not listed in SIGNATURE_PARAMS is signed again for any other parameters
+        depends = SIGNATURE_PARAMS.get(config.backend, sorted(kw))
+        key = (config.backend, *((p, repr(kw.get(p))) for p in depends))
         found = self._signatures.get(key)
         if found is None:
             method = make_method(config.backend, **kw)

@@ -2,63 +2,324 @@
 
 Useful to try the backends on one's own documents, and to dedupe a corpus after the fact::
 
-    neardup dedupe DIR [--backend minhash] [--text-field text] [--json]
+    neardup dedupe DIR [--backend minhash] [--text-field text] [--json] [--no-progress]
+
+Documents are ``.txt`` and ``.md`` files, files without a suffix, and the lines of ``.jsonl`` /
+``.ndjson`` files (the text in ``--text-field``; the key is the record's ``url`` or ``id``).
+The backend defaults to :data:`~scrapy_neardup.algorithms.DEFAULT_METHOD`, as the add-on and
+:class:`~scrapy_neardup.engine.Deduplicator` do.
+
+Real folders hold more than text, so the bytes decide, not the name:
+
+- binary files (a ``.DS_Store``, an image, a gzip, whatever the suffix) are skipped: a NUL byte
+  outside a UTF-16/32 byte-order mark, or no text encoding that fits, marks them;
+- encodings: a byte-order mark (UTF-8, UTF-16, UTF-32) wins; then strict UTF-8; then a file whose
+  only non-ASCII bytes stand alone between ASCII ones is Windows-1252 (curly quotes and accented
+  letters in Western text; CJK encodings always pair their high bytes, and UTF-8 was tried);
+  anything else goes to charset-normalizer, preferring Windows-1252, then GB18030, among its
+  equally good guesses (alone it reads French cp1252 as cp1250, "très" becoming "trčs", and
+  short GB18030 Chinese as Korean cp949);
+- files that are empty or blank once decoded are skipped too; so are unreadable ones.
+
+Every skipped file or JSONL line is reported on stderr as it is met, listed after the summary,
+and in ``--json`` under ``"skipped"`` (``path``, ``line`` for a JSONL line, ``reason``).
+
+On a terminal, a progress line on stderr (share of bytes read, documents, drops, skips) is
+redrawn at most ten times a second and erased at the end; off a terminal (a pipe, a file, CI)
+nothing is drawn, so the output is the same as without it.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
+import os
+import re
 import sys
+import time
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO, TextIO
 
-from scrapy_neardup.algorithms import METHODS
+from charset_normalizer import from_bytes
+
+from scrapy_neardup.algorithms import DEFAULT_METHOD, METHODS
 from scrapy_neardup.engine import DEFAULT_MIN_TOKENS, Deduplicator
 
+TEXT_SUFFIXES = (".txt", ".md", "")
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+#: UTF-32 before UTF-16: the UTF-32-LE mark starts with the UTF-16-LE one.
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+#: Tie-breaks among charset-normalizer's equally good guesses (see :func:`_guess`).
+PREFERRED_ENCODINGS = ("cp1252", "gb18030")
+SNIFF_BYTES = 8192
+#: Control characters (other than whitespace) beyond this share mean a binary file.
+MAX_CONTROL_SHARE = 0.01
+_CONTROLS = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
+_HIGH_PAIR = re.compile(rb"[\x80-\xff]{2}")
 
-def iter_documents(root: Path, text_field: str) -> Iterator[tuple[str, str]]:
-    """(key, text) for every ``.txt`` file and every JSONL line under ``root``, in path order.
 
-    A JSONL line's key is its ``url`` or ``id`` field if present, else ``file:line``.
-    Unreadable files and lines without text are reported on stderr and skipped.
+def _lone_high_bytes(data: bytes) -> bool:
+    """True when some byte is >= 0x80 and none has a high neighbour (Western single-byte text)."""
+    return max(data, default=0) >= 0x80 and _HIGH_PAIR.search(data) is None
+
+
+def _cp1252(data: bytes) -> str | None:
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90, 0x9D are undefined
+        return None
+
+
+def _guess(data: bytes) -> str | None:
+    """charset-normalizer's reading, or None when no encoding fits (binary).
+
+    Among its equally good guesses (short texts often tie) the encodings this project's users
+    most likely have win: it alone reads French cp1252 as cp1250 and short GB18030 as cp949.
     """
-    paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-    for path in paths:
-        if path.suffix in (".jsonl", ".ndjson"):
-            with path.open(encoding="utf-8", errors="replace") as fh:
-                for n, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                        text = record[text_field]
-                    except (ValueError, KeyError, TypeError):
-                        print(f"skipped {path}:{n}: no {text_field!r} field", file=sys.stderr)
-                        continue
-                    if not isinstance(text, str):
-                        print(f"skipped {path}:{n}: {text_field!r} is not text", file=sys.stderr)
-                        continue
-                    key = record.get("url") or record.get("id") or f"{path}:{n}"
-                    yield str(key), text
-        elif path.suffix in (".txt", ".md", ""):
-            yield str(path), path.read_text(encoding="utf-8", errors="replace")
+    matches = list(from_bytes(data))
+    if not matches:
+        return None
+    best = matches[0]
+    tied = {
+        encoding
+        for m in matches
+        if (m.chaos, m.coherence) == (best.chaos, best.coherence)
+        for encoding in m.could_be_from_charset  # encodings that read the bytes the same
+    }
+    for encoding in PREFERRED_ENCODINGS:
+        if encoding in tied:
+            try:
+                return data.decode(encoding)
+            except UnicodeDecodeError:  # it judged from samples of a long text
+                break
+    return str(best)
+
+
+def decode(data: bytes) -> str | None:
+    """The text in ``data`` (see the module docstring for the order), or None for binary data."""
+    for bom, codec in BOMS:
+        if data.startswith(bom):
+            # A mark is strong evidence of text: a damaged character does not make it binary.
+            return data[len(bom) :].decode(codec, errors="replace")
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    text = _cp1252(data) if _lone_high_bytes(data) else None
+    return text if text is not None else _guess(data)
+
+
+def _looks_binary(text: str) -> bool:
+    return len(_CONTROLS.findall(text)) > MAX_CONTROL_SHARE * len(text)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file or a JSONL line that is not a document, and why."""
+
+    path: str
+    reason: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where}: {self.reason}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path}
+        if self.line is not None:
+            out["line"] = self.line
+        out["reason"] = self.reason
+        return out
+
+
+class Folder:
+    """The documents under ``root`` (a folder, searched recursively, or one file), in path order.
+
+    Iterating yields ``(key, text)`` for each document and a :class:`Skipped` for each file or
+    line that is not one; :attr:`done_bytes` of :attr:`total_bytes` says how far it got.
+    """
+
+    def __init__(self, root: Path, text_field: str) -> None:
+        self.text_field = text_field
+        self.paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        self.total_bytes = sum(_size(p) for p in self.paths)
+        self.done_bytes = 0
+
+    def __iter__(self) -> Iterator[tuple[str, str] | Skipped]:
+        for path in self.paths:
+            end = self.done_bytes + _size(path)
+            item: tuple[str, str] | Skipped | None
+            try:
+                if path.suffix in JSONL_SUFFIXES:
+                    yield from self._jsonl(path)  # counts its lines' bytes as it goes
+                    item = None
+                else:
+                    item = self._text(path) if path.suffix in TEXT_SUFFIXES else self._other(path)
+            except OSError as exc:
+                item = Skipped(str(path), f"unreadable ({exc.strerror or exc})")
+            self.done_bytes = end
+            if item is not None:
+                yield item
+
+    def _text(self, path: Path) -> tuple[str, str] | Skipped:
+        text = decode(path.read_bytes())
+        if text is None or _looks_binary(text):
+            return Skipped(str(path), "binary")
+        if not text.strip():
+            return Skipped(str(path), "empty")
+        return str(path), text
+
+    def _other(self, path: Path) -> Skipped:
+        """Not read as a document, but say what it is: a binary file, or one of another kind."""
+        with path.open("rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+        if decode(head) is None:
+            return Skipped(str(path), "binary")
+        return Skipped(str(path), "not a .txt, .md or .jsonl file")
+
+    def _jsonl(self, path: Path) -> Iterator[tuple[str, str] | Skipped]:
+        with path.open("rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+            fh.seek(0)
+            wide = any(head.startswith(bom) for bom, codec in BOMS if codec != "utf-8")
+            if b"\0" in head and not wide:
+                yield Skipped(str(path), "binary")
+                return
+            if wide:  # UTF-16/32, as PowerShell 5 writes by default: decoded whole
+                # split on "\n" only: JSON strings may hold U+2028, which splitlines() splits on
+                lines: Iterator[str | None] = iter((decode(fh.read()) or "").split("\n"))
+            else:  # streamed: a JSONL file may not fit in memory
+                lines = self._decoded_lines(fh)
+            for n, line in enumerate(lines, 1):
+                if line is None:
+                    yield Skipped(str(path), "binary", n)
+                elif line.strip():
+                    yield self._record(path, n, line)
+
+    def _decoded_lines(self, fh: BinaryIO) -> Iterator[str | None]:
+        for n, raw in enumerate(fh, 1):
+            self.done_bytes += len(raw)
+            yield decode(raw.removeprefix(codecs.BOM_UTF8) if n == 1 else raw)
+
+    def _record(self, path: Path, n: int, line: str) -> tuple[str, str] | Skipped:
+        field = self.text_field
+        try:
+            record = json.loads(line)
+            text = record[field]
+        except (ValueError, KeyError, TypeError):
+            return Skipped(str(path), f"no {field!r} field", n)
+        if not isinstance(text, str):
+            return Skipped(str(path), f"{field!r} is not text", n)
+        return str(record.get("url") or record.get("id") or f"{path}:{n}"), text
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+class Progress:
+    """One status line on ``stream`` when it is a terminal, redrawn at most ten times a second.
+
+    Anything else for the terminal goes through :meth:`print`, which writes it above the line,
+    so the two never mix.
+    """
+
+    INTERVAL = 0.1
+
+    def __init__(self, stream: TextIO, enabled: bool = True) -> None:
+        self.stream = stream
+        self.enabled = enabled and stream.isatty()
+        self.last = float("-inf")
+        self.line = ""  # the status on screen, "" when none
+
+    def update(self, done: int, total: int, counts: Counter[str]) -> None:
+        now = time.monotonic()
+        if not self.enabled or now - self.last < self.INTERVAL:
+            return
+        self.last = now
+        status = (
+            f"{counts['documents']:,} documents, {counts['dropped']:,} dropped, "
+            f"{counts['skipped']:,} skipped"
+        )
+        if total:
+            share = min(done / total, 1.0)
+            status = f"[{'#' * round(share * 20):.<20}] {share:4.0%}  {status}"
+        self._draw(status[: self._width() - 1])
+
+    def print(self, message: str, file: TextIO) -> None:
+        """``print(message, file=file)``, above the status line if both are on the screen."""
+        line = self.line
+        if line and (file is self.stream or file.isatty()):
+            self.clear()
+            print(message, file=file, flush=True)
+            self._draw(line)
+        else:
+            print(message, file=file)
+
+    def clear(self) -> None:
+        if self.line:
+            self.stream.write("\r" + " " * len(self.line) + "\r")
+            self.stream.flush()
+            self.line = ""
+
+    def _draw(self, line: str) -> None:
+        sys.stdout.flush()  # what was printed before stays above the line
+        self.stream.write("\r" + line.ljust(len(self.line)))  # blank out a longer old line
+        self.stream.flush()
+        self.line = line
+
+    def _width(self) -> int:
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns or 80
+        except (OSError, ValueError):
+            return 80
 
 
 def dedupe(args: argparse.Namespace) -> int:
     dedup = Deduplicator(args.backend, min_tokens=args.min_tokens)
+    folder = Folder(Path(args.path), args.text_field)
+    progress = Progress(sys.stderr, enabled=not args.no_progress)
+    tally: Counter[str] = Counter()
     results = []
-    for key, text in iter_documents(Path(args.path), args.text_field):
-        verdict = dedup.check(key, text)
-        results.append(verdict)
-        if not args.json:
-            if verdict.is_duplicate:
-                print(
-                    f"DROP {key}  duplicate of {verdict.duplicate_of} "
-                    f"({verdict.method}, similarity {verdict.similarity:.2f})"
-                )
-            else:
-                print(f"KEEP {key}")
+    skipped: list[Skipped] = []
+    for item in folder:
+        if isinstance(item, Skipped):
+            skipped.append(item)
+            tally["skipped"] += 1
+            progress.print(f"skipped {item}", sys.stderr)
+        else:
+            key, text = item
+            verdict = dedup.check(key, text)
+            results.append(verdict)
+            tally["documents"] += 1
+            tally["dropped"] += verdict.is_duplicate
+            if not args.json:
+                if verdict.is_duplicate:
+                    message = (
+                        f"DROP {key}  duplicate of {verdict.duplicate_of} "
+                        f"({verdict.method}, similarity {verdict.similarity:.2f})"
+                    )
+                else:
+                    message = f"KEEP {key}"
+                progress.print(message, sys.stdout)
+        progress.update(folder.done_bytes, folder.total_bytes, tally)
+    progress.clear()
     kept = sum(not v.is_duplicate for v in results)
     if args.json:
         json.dump(
@@ -74,6 +335,7 @@ def dedupe(args: argparse.Namespace) -> int:
                     for v in results
                     if v.is_duplicate
                 ],
+                "skipped": [s.to_json() for s in skipped],
                 "counts": dict(dedup.counts),
             },
             sys.stdout,
@@ -81,20 +343,37 @@ def dedupe(args: argparse.Namespace) -> int:
         )
         print()
     else:
-        print(f"{len(results)} documents: {kept} kept, {len(results) - kept} dropped")
+        summary = f"{len(results)} documents: {kept} kept, {len(results) - kept} dropped"
+        if skipped:
+            reasons = Counter(s.reason for s in skipped).most_common()
+            summary += f"; {len(skipped)} skipped ("
+            summary += ", ".join(f"{n} {reason}" for reason, n in reasons) + ")"
+        print(summary)
+        for s in skipped:
+            print(f"  skipped {s}")
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neardup", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("dedupe", help="deduplicate .txt files and JSONL lines under a folder")
+    p = sub.add_parser("dedupe", help="deduplicate .txt/.md files and JSONL lines under a folder")
     p.add_argument("path", help="a folder (searched recursively) or one file")
-    p.add_argument("--backend", choices=sorted(METHODS), default="minhash")
+    p.add_argument("--backend", choices=sorted(METHODS), default=DEFAULT_METHOD)
     p.add_argument("--text-field", default="text", help="JSONL field holding the text")
     p.add_argument("--min-tokens", type=int, default=DEFAULT_MIN_TOKENS)
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress line on stderr (it is only drawn on a terminal anyway)",
+    )
     p.set_defaults(func=dedupe)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not Path(args.path).exists():
         parser.error(f"{args.path} does not exist")

@@ -13,6 +13,7 @@ the value and what is allowed; the config can be built and tested without a craw
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from scrapy_neardup.algorithms import METHODS
+from scrapy_neardup.algorithms import DEFAULT_METHOD, METHODS
 from scrapy_neardup.exceptions import ConfigError
 from scrapy_neardup.urls import DEFAULT_STRIP_PARAMS
 
@@ -223,6 +224,12 @@ def _key_prefix(settings: BaseSettings) -> str | None:
     )
 
 
+def _init_params(cls: type) -> set[str]:
+    """The constructor's parameter names: ``NEARDUP_THRESHOLD`` goes to every method that
+    takes a ``threshold``, so a new backend needs no line here."""
+    return set(inspect.signature(cls).parameters)
+
+
 @dataclass(frozen=True)
 class NearDupConfig:
     """Everything the components need, validated once."""
@@ -248,7 +255,7 @@ class NearDupConfig:
     text_field: str | None = None
     url_field: str | None = "url"
     # near-duplicates
-    backend: str = "minhash"
+    backend: str = DEFAULT_METHOD
     threshold: float | None = None
     simhash_k: int = 3
     min_tokens: int = 50
@@ -271,7 +278,7 @@ class NearDupConfig:
         params = dict(self.backend_params)
         if self.backend == "simhash":
             params.setdefault("k", self.simhash_k)
-        elif self.backend in ("minhash", "spotsigs") and self.threshold is not None:
+        elif self.threshold is not None and "threshold" in _init_params(METHODS[self.backend]):
             params.setdefault("threshold", self.threshold)
         return params
 
@@ -299,7 +306,7 @@ class NearDupConfig:
             page_memory=_int(s, "NEARDUP_PAGE_MEMORY", 1024, 0, 1024 * 1024),
             text_field=_field_name(s, "NEARDUP_TEXT_FIELD", None),
             url_field=_field_name(s, "NEARDUP_URL_FIELD", "url"),
-            backend=_choice(s, "NEARDUP_BACKEND", "minhash", tuple(METHODS)),
+            backend=_choice(s, "NEARDUP_BACKEND", DEFAULT_METHOD, tuple(METHODS)),
             threshold=_float(s, "NEARDUP_THRESHOLD", None, 0.0, 1.0),
             simhash_k=_int(s, "NEARDUP_SIMHASH_K", 3, 1, 7),
             min_tokens=_int(s, "NEARDUP_MIN_TOKENS", 50, 0),

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol
 
-from scrapy_neardup.algorithms import Match, Method, make_method
+from scrapy_neardup.algorithms import DEFAULT_METHOD, Match, Method, make_method
 from scrapy_neardup.algorithms.base import BucketStore
 from scrapy_neardup.algorithms.exact import ExactMethod
 from scrapy_neardup.exceptions import StateError
@@ -150,7 +150,7 @@ class Deduplicator:
 
     def __init__(
         self,
-        method: str | Method = "simhash",
+        method: str | Method = DEFAULT_METHOD,
         *,
         min_tokens: int = DEFAULT_MIN_TOKENS,
         stores: StoreFactory = memory_stores,

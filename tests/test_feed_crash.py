@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"
 SETTINGS = {
     "CONCURRENT_REQUESTS": 2,
-    "DOWNLOAD_DELAY": 0.01,
+    # slow enough that a fast machine cannot finish the crawl between two kills
+    "DOWNLOAD_DELAY": 0.05,
     "NEARDUP_WORKERS": 0,  # extraction inline: a slower crawl, and no worker start-up
 }
 KILLS = 10
