@@ -2,6 +2,7 @@
 
 ``python evaluation/evaluate.py`` scores the engine pair by pair on the extracted text
 (:mod:`evaluation.scoring`), ``python evaluation/evaluate_crawl.py`` crawls the same documents
-with the plugin on its defaults; the corpus is :mod:`corpus.html`, the results
-``evaluation/ACCURACY.md``. The speed benchmarks are in ``bench/``.
+with the plugin on its defaults, ``python evaluation/evaluate_sites.py`` crawls real
+documentation sites and translated books (Debian's packages) and counts drops that lost text;
+the corpus is :mod:`corpus.html`, the results ``evaluation/ACCURACY.md``. The speed benchmarks are in ``bench/``.
 """

@@ -39,7 +39,7 @@ SIGNATURE_PARAMS = {
     "exact": (),
     "minhash": ("num_perm", "shingles", "seed"),
     "simhash": ("shingles",),
-    "spotsigs": ("chain", "antecedents", "stopwords"),
+    "spotsigs": ("chain", "antecedents", "stopwords", "languages"),
 }
 
 

@@ -271,6 +271,8 @@ class NearDupConfig:
     redis_timeout: float = 5.0
     state_dir: Path | None = None
     flush_interval: float = 1.0
+    # characters of each checked document's text kept for `neardup-stats --html` (0: none)
+    keep_text: int = 0
     debug: bool = False
 
     def method_params(self) -> dict[str, Any]:
@@ -325,6 +327,7 @@ class NearDupConfig:
             redis_timeout=_float(s, "NEARDUP_REDIS_TIMEOUT", 5.0, 0.0, 600.0),
             state_dir=state_dir,
             flush_interval=_float(s, "NEARDUP_FLUSH_INTERVAL", 1.0, 0.0, 3600.0, True),
+            keep_text=_int(s, "NEARDUP_KEEP_TEXT", 0, 0, 10_000_000),
             debug=bool_setting(s, "NEARDUP_DEBUG", False),
         )
         config.make_method()  # unknown backend options fail here, at start

@@ -74,7 +74,8 @@ class NearDupPipeline:
         if signed is None:
             return item
         base = self._base_key(adapter, page)
-        verdict = await self.state.check_item(base, signed)
+        text = self._compared_text(adapter, page) if self.config.keep_text else None
+        verdict = await self.state.check_item(base, signed, text)
         if verdict.short and self.state.dedup.near is not None:
             self.state.inc("neardup/short")
         if not verdict.is_duplicate:
@@ -126,6 +127,15 @@ class NearDupPipeline:
             self.state.inc("neardup/skipped/no_text")
             return None
         return page.signed
+
+    def _compared_text(self, adapter: ItemAdapter, page: Any) -> str | None:
+        """The text :meth:`_signatures` signed: the text field, else the page's main text
+        (already in this process, where the middleware put it), for NEARDUP_KEEP_TEXT."""
+        field = self.config.text_field
+        value = as_text(adapter.get(field)) if field else None
+        if isinstance(value, str) and value:
+            return value
+        return page.extracted.text if page is not None else None
 
     def _redelivered(self, item: Any, key: str) -> bool:
         frontier = self.state.frontier

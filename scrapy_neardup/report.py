@@ -61,6 +61,34 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
         bloom.add(fp)
     urls = len(bloom)
 
+    meta, heads, members = read_content(directory)
+
+    confirmed = None
+    if (directory / URL_CONFIRM).exists():
+        store = FingerprintStore(directory / URL_CONFIRM)
+        confirmed = store.counter("false_positives")
+        store.close()
+    return {
+        "state_dir": str(directory),
+        "urls": {
+            "seen": urls,
+            "bloom_bytes": bloom.size_in_bytes,
+            "bytes_per_url": round(bloom.size_in_bytes / urls, 3) if urls else None,
+            "capacity": bloom.total_capacity,
+            "bytes_per_url_at_capacity": round(bloom.size_in_bytes / bloom.total_capacity, 3),
+            "expected_false_positives": round(bloom.expected_false_positives(), 2),
+            "confirmed_false_positives": confirmed,
+            "fill_ratio": round(bloom.fill_ratio, 4),
+            "expected_false_positive_rate": bloom.expected_false_positive_rate,
+            "stages": bloom.stages,
+        },
+        "content": _content(meta, len(heads), members, top),
+    }
+
+
+def read_content(directory: Path) -> tuple[dict[str, Any], set[str], dict[str, Member]]:
+    """The content state of a state directory: its meta, kept keys and duplicates (in the
+    order they were recorded), from the snapshot and the journal, without building an index."""
     meta: dict[str, Any] = {}
     heads: set[str] = set()
     members: dict[str, Member] = {}
@@ -87,28 +115,7 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
             members[record.key] = Member(record.key, record.head, record.method, record.similarity)
         else:
             heads.add(record.key)
-
-    confirmed = None
-    if (directory / URL_CONFIRM).exists():
-        store = FingerprintStore(directory / URL_CONFIRM)
-        confirmed = store.counter("false_positives")
-        store.close()
-    return {
-        "state_dir": str(directory),
-        "urls": {
-            "seen": urls,
-            "bloom_bytes": bloom.size_in_bytes,
-            "bytes_per_url": round(bloom.size_in_bytes / urls, 3) if urls else None,
-            "capacity": bloom.total_capacity,
-            "bytes_per_url_at_capacity": round(bloom.size_in_bytes / bloom.total_capacity, 3),
-            "expected_false_positives": round(bloom.expected_false_positives(), 2),
-            "confirmed_false_positives": confirmed,
-            "fill_ratio": round(bloom.fill_ratio, 4),
-            "expected_false_positive_rate": bloom.expected_false_positive_rate,
-            "stages": bloom.stages,
-        },
-        "content": _content(meta, len(heads), members, top),
-    }
+    return meta, heads, members
 
 
 def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str, Any]:

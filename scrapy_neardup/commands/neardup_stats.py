@@ -17,6 +17,7 @@ from scrapy.exceptions import UsageError
 from scrapy_neardup.exceptions import NearDupError
 
 TOP_CLUSTERS = 10
+MAX_DROPS = 100  # scrapy_neardup.report_html.MAX_DROPS, not imported here (kept light)
 
 
 class Command(ScrapyCommand):
@@ -25,7 +26,10 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "[options] [STATE_DIR] | --redis-url URL [--key-prefix PREFIX] [--reset]"
+        return (
+            "[options] [STATE_DIR] | --redis-url URL [--key-prefix PREFIX] [--reset]"
+            " [--html FILE [--max-drops N]]"
+        )
 
     def short_desc(self) -> str:
         return "Show what scrapy-neardup recorded for a crawl (URLs, duplicates, clusters)"
@@ -36,7 +40,9 @@ class Command(ScrapyCommand):
             "else JOBDIR/neardup (pass -s JOBDIR=... as for the crawl). With --redis-url, the "
             "crawl shared through Redis under --key-prefix (else NEARDUP_KEY_PREFIX; the crawl "
             "used the spider's name when that was unset); --reset deletes its keys, and only "
-            "those."
+            "those. --html FILE writes one self-contained page to audit the drops: the "
+            "clusters and, for each drop, both texts side by side with what they share and "
+            "what differs (texts are kept by crawls run with NEARDUP_KEEP_TEXT)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -51,6 +57,17 @@ class Command(ScrapyCommand):
             "--reset",
             action="store_true",
             help="delete the crawl's keys ({prefix}:neardup:*) from Redis, and only those",
+        )
+        parser.add_argument(
+            "--html",
+            metavar="FILE",
+            help="write one self-contained HTML page to audit the drops (opens offline)",
+        )
+        parser.add_argument(
+            "--max-drops",
+            type=int,
+            default=MAX_DROPS,
+            help=f"drops shown with their texts in the --html page (default {MAX_DROPS})",
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -73,6 +90,9 @@ class Command(ScrapyCommand):
             if found is None:
                 raise UsageError("no state: give STATE_DIR, or -s JOBDIR=... as for the crawl")
             directory = found
+        if opts.html:
+            self._write_html(opts, "dir", directory)
+            return
         try:
             summary = summarize(directory, opts.top)
         except NearDupError as exc:
@@ -100,12 +120,38 @@ class Command(ScrapyCommand):
                 deleted = reset_redis(url, prefix)
                 print(f"neardup-stats: deleted {deleted} keys under {prefix}:neardup: in {url}")
                 return
+            if opts.html:
+                self._write_html(opts, "redis", url, prefix)
+                return
             summary = summarize_redis(url, prefix, opts.top)
         except NearDupError as exc:
             print(f"neardup-stats: {exc}")
             self.exitcode = 1
             return
         print(json.dumps(summary, indent=2) if opts.json else _render(summary))
+
+    def _write_html(self, opts: argparse.Namespace, source: str, *where: Any) -> None:
+        """The --html page of a state directory or of a Redis crawl."""
+        from scrapy_neardup.report_html import page_for_dir, page_for_redis
+
+        if opts.max_drops < 0:
+            raise UsageError("--max-drops must be 0 or more")
+        try:
+            make = page_for_dir if source == "dir" else page_for_redis
+            page, counts = make(*where, max_drops=opts.max_drops)
+            Path(opts.html).write_text(page, encoding="utf-8")
+        except NearDupError as exc:
+            print(f"neardup-stats: {exc}")
+            self.exitcode = 1
+            return
+        except OSError as exc:
+            print(f"neardup-stats: cannot write {opts.html}: {exc.strerror or exc}")
+            self.exitcode = 1
+            return
+        print(
+            f"neardup-stats: wrote {opts.html}: {counts['shown']} of {counts['drops']} drops "
+            f"shown, {counts['texts']} with both texts"
+        )
 
 
 def _render(summary: dict[str, Any]) -> str:

@@ -241,10 +241,23 @@ class NearDupState:
 
     # -- pages and items ------------------------------------------------------------------
 
-    async def check_item(self, key: str, signed: Signed) -> Verdict:
+    async def check_item(self, key: str, signed: Signed, text: str | None = None) -> Verdict:
         """The content check of an item whose key (its URL) is ``key``: made unique when
-        several items share one, then ``dedup.check_signed``."""
-        return self.dedup.check_signed(self.unique_key(key), signed)
+        several items share one, then ``dedup.check_signed``. ``text``, what was signed, is
+        kept under the key decided (``NEARDUP_KEEP_TEXT``) for ``neardup-stats --html``."""
+        verdict = self.dedup.check_signed(self.unique_key(key), signed)
+        if text:
+            self.keep_text(verdict.key, self.text_to_keep(text))
+        return verdict
+
+    def text_to_keep(self, text: str) -> str:
+        """The part of ``text`` kept: what was signed (NEARDUP_MAX_TEXT_CHARS), cut to
+        NEARDUP_KEEP_TEXT characters."""
+        return text[: min(self.config.keep_text, self.config.max_text_chars)]
+
+    def keep_text(self, key: str, text: str) -> None:
+        """Keep a checked document's text (see :mod:`scrapy_neardup.storage.texts`); storages
+        without a place for texts (memory without a state directory) keep none."""
 
     def unique_key(self, key: str) -> str:
         """``key``, or ``key#2``, ``key#3``... when a kept document or a duplicate has it."""

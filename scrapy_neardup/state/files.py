@@ -18,6 +18,8 @@ the state directory::
     frontier.journal requests let through the URL filter and not done yet, so that a crawl
                      killed with SIGKILL crawls them again (scrapy_neardup.frontier); only
                      written when FrontierMiddleware is on to mark requests done
+    texts.records    the text each checked document was compared by, for auditing drops
+                     (NEARDUP_KEEP_TEXT > 0; scrapy_neardup.storage.texts)
     *.journal.length each journal's length at its last recorded sync (storage.journal)
 """
 
@@ -50,6 +52,7 @@ from scrapy_neardup.storage.journal import (
     load_snapshot,
     save_snapshot,
 )
+from scrapy_neardup.storage.texts import TEXTS_FILE, TextFile
 from scrapy_neardup.urls import ScalableBloomFilter
 
 logger = logging.getLogger(__name__)
@@ -111,6 +114,7 @@ class FileState(NearDupState):
         self.frontier: Frontier | None = None
         self.confirm: FingerprintStore | None = None
         self._confirm_tmp: str | None = None
+        self._texts: TextFile | None = None  # NEARDUP_KEEP_TEXT with a state directory
         self._sync_loop: Any = None  # a LoopingCall of _periodic_sync while the crawl runs
         #: The clock of the periodic sync (None: the reactor; tests give a Clock).
         self.sync_clock: Any = None
@@ -148,6 +152,9 @@ class FileState(NearDupState):
             self._load_urls(directory)
             self._load_content(directory)
             self._load_frontier(directory)
+            if self.config.keep_text:
+                self._texts = TextFile(directory / TEXTS_FILE, self.config.flush_interval)
+                self._texts.open()
         except OSError as exc:  # a StateError names the file, as for every unreadable one
             self._abandon()
             message = f"cannot be read or written: {exc.strerror or exc}"
@@ -167,7 +174,7 @@ class FileState(NearDupState):
         """Close what a failed start opened, writing no snapshot over the unread state."""
         self._opened = False
         frontier = self.frontier.journal if self.frontier is not None else None
-        for journal in (self._url_journal, self._content_journal, frontier):
+        for journal in (self._url_journal, self._content_journal, frontier, self._texts):
             if journal is not None:
                 journal.close()
         if self.confirm is not None:
@@ -295,6 +302,8 @@ class FileState(NearDupState):
             self._url_journal.sync()
         if self.confirm is not None:
             self.confirm.commit()
+        if self._texts is not None:
+            self._texts.sync()
 
     def _schedule_sync_loop(self) -> None:
         """Sync every ``NEARDUP_FLUSH_INTERVAL`` seconds (``MIN_SYNC_PERIOD`` at least) while
@@ -367,7 +376,13 @@ class FileState(NearDupState):
                     journal.close()
             if self.frontier is not None:
                 self.frontier.close()
+        if self._texts is not None:
+            self._texts.close()
         self.set_final_stats()
+
+    def keep_text(self, key: str, text: str) -> None:
+        if self._texts is not None:
+            self._texts.put(key, text)
 
     # -- URLs -----------------------------------------------------------------------------
 

@@ -610,10 +610,11 @@ class RedisState(NearDupState):
 
     # -- items ----------------------------------------------------------------------------
 
-    async def check_item(self, key: str, signed: Signed) -> Verdict:
+    async def check_item(self, key: str, signed: Signed, text: str | None = None) -> Verdict:
         if self._outage is not None:
             self._probe_soon()
-        future = self._submit(self._content_thread, self._content_job, key, signed)
+        kept = self.text_to_keep(text) if text else None
+        future = self._submit(self._content_thread, self._content_job, key, signed, True, kept)
         return await await_future(future)
 
     def _check_blocking(self, key: str, signed: Signed) -> Verdict:
@@ -623,17 +624,34 @@ class RedisState(NearDupState):
             self._probe_soon()
         return self._submit(self._content_thread, self._content_job, key, signed, False).result()
 
-    def _content_job(self, key: str, signed: Signed, unique: bool = True) -> Verdict:
-        """In the content thread: the item's check in Redis, or from what this process knows."""
+    def _content_job(
+        self, key: str, signed: Signed, unique: bool = True, text: str | None = None
+    ) -> Verdict:
+        """In the content thread: the item's check in Redis, or from what this process knows;
+        then its text kept (NEARDUP_KEEP_TEXT; not for items checked during an outage)."""
         written = None
         if self._outage is None:
             try:
                 self._connect_redis()
                 written = self.unique_key(key) if unique else key
-                return self.dedup.check_direct(written, signed)
+                verdict = self.dedup.check_direct(written, signed)
             except self.errors as exc:
                 self._redis_failed(exc)
+            else:
+                if text:
+                    self.keep_text(verdict.key, text)
+                return verdict
         return self._unchecked_item(key, signed, unique, written)
+
+    def keep_text(self, key: str, text: str) -> None:
+        """HSET in ``{prefix}:neardup:texts`` (content thread); a failure starts an outage
+        but does not undo the check it follows."""
+        from scrapy_neardup.storage.texts import redis_key
+
+        try:
+            self.redis_client.hset(redis_key(self.key_prefix), key, text)
+        except self.errors as exc:
+            self._redis_failed(exc)
 
     def _key_taken(self, key: str) -> bool:
         kept, member = self._index_mod.recorded(self.redis_client, self.key_prefix, key)

@@ -16,6 +16,7 @@ or the spider's name, never random, so a crawl's keys are never orphaned)::
     {p}:neardup:late                 HASH  the same, for duplicates found only once Redis was
                                            back from an outage (both copies were delivered)
     {p}:neardup:counts               HASH  counters (duplicates/<method>, late_duplicates)
+    {p}:neardup:texts                HASH  document key -> kept text (NEARDUP_KEEP_TEXT)
 
 ``<index>`` is ``exact`` or the method's name. Signatures are the methods' own little-endian
 ``encode`` output: no pickle anywhere.
