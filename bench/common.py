@@ -6,9 +6,14 @@ real texts from ``../shared/data``, synthetic fallbacks, :func:`corpus.make_docu
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -67,3 +72,26 @@ def serve_pages(body_of: Callable[[str], bytes | None]) -> ThreadingHTTPServer:
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def run_spider(source: str, **constants: Any) -> dict:
+    """Run a one-file spider in ``scrapy runspider`` (a process of its own: a reactor cannot
+    be restarted) and return the JSON it writes to ``OUT``. ``constants`` (``START=...``)
+    are defined above ``source``, as is ``OUT``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp, "result.json")
+        spider = Path(tmp, "plain_spider.py")
+        header = "".join(
+            f"{name} = {value!r}\n" for name, value in {**constants, "OUT": str(out)}.items()
+        )
+        spider.write_text(header + source)
+        run = subprocess.run(
+            [sys.executable, "-m", "scrapy", "runspider", str(spider)],
+            capture_output=True,
+            text=True,
+            cwd=tmp,
+            check=False,
+        )
+        if run.returncode or not out.exists():
+            raise RuntimeError(run.stderr[-3000:])
+        return json.loads(out.read_text())

@@ -4,5 +4,6 @@
 (:mod:`evaluation.scoring`), ``python evaluation/evaluate_crawl.py`` crawls the same documents
 with the plugin on its defaults, ``python evaluation/evaluate_sites.py`` crawls real
 documentation sites and translated books (Debian's packages) and counts drops that lost text;
-the corpus is :mod:`corpus.html`, the results ``evaluation/ACCURACY.md``. The speed benchmarks are in ``bench/``.
+the corpus is :mod:`corpus.html`, the results ``evaluation/ACCURACY.md``. The speed
+benchmarks are in ``bench/``.
 """

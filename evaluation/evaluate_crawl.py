@@ -19,11 +19,8 @@ wins, so which document of an article is kept depends on the order.
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import subprocess
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.common import serve_pages  # noqa: E402
+from bench.common import run_spider, serve_pages  # noqa: E402
 from corpus.html import (  # noqa: E402
     Doc,
     fill_from_extraction,
@@ -111,20 +108,7 @@ def page_at(index: bytes, pages: list[bytes]) -> Callable[[str], bytes | None]:
 
 
 def crawl(start: str) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp, "result.json")
-        spider = Path(tmp, "plain_spider.py")
-        spider.write_text(f"START = {start!r}\nOUT = {str(out)!r}\n{SPIDER}")
-        run = subprocess.run(
-            [sys.executable, "-m", "scrapy", "runspider", str(spider)],
-            capture_output=True,
-            text=True,
-            cwd=tmp,
-            check=False,
-        )
-        if run.returncode or not out.exists():
-            raise RuntimeError(run.stderr[-3000:])
-        return json.loads(out.read_text())
+    return run_spider(SPIDER, START=start)
 
 
 def evaluate(lang: str, seed: int) -> dict:

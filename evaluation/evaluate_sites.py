@@ -46,7 +46,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -61,7 +60,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.common import serve_pages  # noqa: E402
+from bench.common import run_spider, serve_pages  # noqa: E402
 
 ALL_BACKENDS = [
     "minhash",
@@ -298,7 +297,7 @@ def crawl_site(root: Path, pages: list[str], entries: Iterable[str], backend: st
     server = serve_pages(body_of)
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        result = run_spider(f"{base}/", backend)
+        result = run_spider(SPIDER, START=f"{base}/", BACKEND=backend)
     finally:
         server.shutdown()
         server.server_close()
@@ -319,23 +318,6 @@ def crawl_site(root: Path, pages: list[str], entries: Iterable[str], backend: st
         "finish_reason": result["finish_reason"],
         "stats": result["stats"],
     }
-
-
-def run_spider(start: str, backend: str) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp, "result.json")
-        spider = Path(tmp, "plain_spider.py")
-        spider.write_text(f"START = {start!r}\nOUT = {str(out)!r}\nBACKEND = {backend!r}\n{SPIDER}")
-        run = subprocess.run(
-            [sys.executable, "-m", "scrapy", "runspider", str(spider)],
-            capture_output=True,
-            text=True,
-            cwd=tmp,
-            check=False,
-        )
-        if run.returncode or not out.exists():
-            raise RuntimeError(run.stderr[-3000:])
-        return json.loads(out.read_text())
 
 
 # ---------------------------------------------------------------- scoring (no plugin code)
