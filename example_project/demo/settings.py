@@ -8,6 +8,8 @@ ADDONS = {"scrapy_neardup.Addon": 500}
 
 # Optional: keep the plugin's state where `scrapy neardup-stats` finds it without JOBDIR.
 NEARDUP_STATE_DIR = ".neardup-state"
+# Optional: keep what each page was compared by, for `scrapy neardup-stats --html drops.html`.
+NEARDUP_KEEP_TEXT = 20000
 
 ROBOTSTXT_OBEY = False
 CONCURRENT_REQUESTS = 16
