@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from scrapy_neardup.engine import Member
+from scrapy_neardup.storage.texts import TEXTS_FILE, read_texts, redis_key, redis_texts
+from scrapy_neardup.text import CJK_CHARS
 
 #: Drops shown with their texts unless ``--max-drops`` says otherwise.
 MAX_DROPS = 100
@@ -42,8 +44,7 @@ LOSSY_BELOW = 0.8
 SHINGLE = 3
 
 # Han, kana and hangul (as scrapy_neardup.text): one character is one token in the diff.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_DIFF_TOKEN = re.compile(rf"\s*(?:[{_CJK}]|[^\s{_CJK}]+)")
+_DIFF_TOKEN = re.compile(rf"\s*(?:[{CJK_CHARS}]|[^\s{CJK_CHARS}]+)")
 # Characters XML does not allow (the page stays well-formed XML): C0 controls but tab, LF
 # and CR, lone surrogates, U+FFFE and U+FFFF.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -279,7 +280,6 @@ def _drop(member: Member, anchor: str, kept: str | None, dropped: str | None) ->
 def page_for_dir(directory: Path, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
     """The page for a state directory, and what it shows (``drops``, ``shown``, ``texts``)."""
     from scrapy_neardup.report import read_content, summarize
-    from scrapy_neardup.storage.texts import TEXTS_FILE, read_texts
 
     summary = summarize(directory)
     _, _, members = read_content(directory)
@@ -297,7 +297,6 @@ def page_for_redis(url: str, prefix: str, max_drops: int = MAX_DROPS) -> tuple[s
     from scrapy_neardup.exceptions import StorageError
     from scrapy_neardup.report import summarize_redis
     from scrapy_neardup.storage import redis_client, redis_index
-    from scrapy_neardup.storage.texts import redis_key, redis_texts
 
     summary = summarize_redis(url, prefix)
     client = redis_client.connect(url, retries=1)

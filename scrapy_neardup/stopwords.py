@@ -41,6 +41,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from scrapy_neardup.text import HAN_CHARS
+
 WORDFREQ_VERSION = "3.1.1"
 ANTECEDENT_COVERAGE = 0.316
 STOPWORD_COVERAGE = 0.438
@@ -204,7 +206,7 @@ def derive(lang: str) -> tuple[list[str], list[str]]:
 
 
 # Han characters (not kana, not hangul): jieba's tokens of a Chinese text begin with one.
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_HAN = re.compile(f"[{HAN_CHARS}]")
 # More than half of the tokens Chinese words: Chinese, by script (its short stopword list
 # covers only 5-25 % of a Chinese page's tokens, too little to compare with the others).
 HAN_SHARE = 0.5

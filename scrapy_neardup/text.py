@@ -19,10 +19,12 @@ from functools import cached_property
 
 import numpy as np
 
-# Han, kana and hangul: scripts written without spaces between words.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+")
-_CJK_RE = re.compile(rf"[{_CJK}]")
+# Han characters, and with kana and hangul the scripts written without spaces between words
+# (character-class ranges, for the regular expressions of other modules too).
+HAN_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+CJK_CHARS = "\u3040-\u30ff" + HAN_CHARS + "\uac00-\ud7af"
+_TOKEN_RE = re.compile(rf"[{CJK_CHARS}]+|[^\W{CJK_CHARS}]+")
+_CJK_RE = re.compile(rf"[{CJK_CHARS}]")
 _WORD_RE = re.compile(r"\w+")
 _WORD_CHARS_RE = re.compile(r"[\W_]+")
 
@@ -102,7 +104,7 @@ def _run_hashes(
     with np.errstate(over="ignore"):
         terms = code_points.astype(np.uint64) * _powers_upto(int(lengths.max()))[offsets]
         sums = np.add.reduceat(terms, starts)
-        return _fmix64(sums ^ (lengths.astype(np.uint64) * _LENGTH_MIX))
+        return fmix64(sums ^ (lengths.astype(np.uint64) * _LENGTH_MIX))
 
 
 def _code_points(text: str) -> np.ndarray:
@@ -117,7 +119,7 @@ def hash_tokens(tokens: Sequence[str]) -> np.ndarray:
     if nonempty.any():
         out[nonempty] = _run_hashes(_code_points("".join(tokens)), lengths[nonempty])
     if not nonempty.all():
-        out[~nonempty] = _fmix64(np.zeros(1, dtype=np.uint64))[0]
+        out[~nonempty] = fmix64(np.zeros(1, dtype=np.uint64))[0]
     return out
 
 
@@ -167,7 +169,7 @@ _MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 _ROLL = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _fmix64(h: np.ndarray) -> np.ndarray:
+def fmix64(h: np.ndarray) -> np.ndarray:
     """MurmurHash3's 64-bit finaliser: spreads combined hashes over all bits."""
     h = h ^ (h >> np.uint64(33))
     h = h * _MIX1
@@ -189,7 +191,7 @@ def shingle_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
         combined = hashes[:count].copy()
         for i in range(1, n):
             combined = combined * _ROLL + hashes[i : i + count]
-        return _fmix64(combined)
+        return fmix64(combined)
 
 
 def char_sequence(text: str) -> list[str]:

@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from scrapy_neardup.text import _CJK, TOKEN_HASH, Document, _fmix64, hash_tokens
+from scrapy_neardup.text import CJK_CHARS, HAN_CHARS, TOKEN_HASH, Document, fmix64, hash_tokens
 
 DEFAULT_LANGUAGES = ("en", "zh", "de", "fr", "es", "it", "nl", "pt", "sv", "pl", "cs", "ru", "fi")
 _WORDLIST = "large"
@@ -84,8 +84,7 @@ _EMPTY = np.uint64(0)
 # not single letters, and not kana or hangul: jieba splits those into single syllables, a
 # small alphabet that any two long Korean pages share most of (two different Korean
 # articles of one site matched through them and their English footer).
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_LEXICON_WORD_RE = re.compile(rf"^(?:[{_HAN}]+|[^\W\d_{_CJK}]{{2,}})$", re.MULTILINE)
+_LEXICON_WORD_RE = re.compile(rf"^(?:[{HAN_CHARS}]+|[^\W\d_{CJK_CHARS}]{{2,}})$", re.MULTILINE)
 _SALT = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -229,7 +228,7 @@ class IMatchMethod:
         self._limit = np.uint64(min(int(self.keep * 2**64), 2**64 - 1))
         seeds = np.arange(1, lexicons + 1, dtype=np.uint64)
         with np.errstate(over="ignore"):
-            self._salts = _fmix64(seeds * _SALT)[:, None]
+            self._salts = fmix64(seeds * _SALT)[:, None]
         self._slots = 1 + lexicons
 
     def params(self) -> dict[str, Any]:
@@ -276,7 +275,7 @@ class IMatchMethod:
             # thinning of Kołcz et al., computed for all lexicons at once in numpy rather than
             # one xxh3 call per term and lexicon.
             with np.errstate(over="ignore"):
-                inside = _fmix64(terms[None, :] ^ self._salts) < self._limit
+                inside = fmix64(terms[None, :] ^ self._salts) < self._limit
             for i in range(self.lexicons):
                 out[1 + i] = self._digest(terms[inside[i]])
         return out

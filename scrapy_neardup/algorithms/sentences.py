@@ -59,9 +59,8 @@ from typing import Any, NamedTuple
 
 import xxhash
 
-from scrapy_neardup.text import Document, normalize
+from scrapy_neardup.text import CJK_CHARS, Document, normalize
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CLOSERS = "\"'”’»)\\]）」』"
 # Lines, and the separators of menus and breadcrumbs ("Home | World", "首页 > 新闻").
 _PIECES = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029|｜¦•›»>]+")
@@ -71,7 +70,7 @@ _PIECES = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029|｜¦•›»>]+")
 # "a.m." inside a sentence are not ends), checked for abbreviations when it is a ".".
 _END = re.compile(
     rf"[。｡！？；…]+[{_CLOSERS}]*"
-    rf"|(?<=[{_CJK}])[.!?;．]+[{_CLOSERS}]*"
+    rf"|(?<=[{CJK_CHARS}])[.!?;．]+[{_CLOSERS}]*"
     rf"|(?P<latin>[.!?])[.!?]*[{_CLOSERS}]*(?=\s|$)"
 )
 _DOTTED = re.compile(r"(?:\w\.)*\w")  # "U.S", "e.g", "J": the word before the final dot
@@ -80,7 +79,7 @@ _ABBREVIATIONS = frozenset(
 )
 _WORD_RE = re.compile(r"\w+")
 _NON_WORD = re.compile(r"\W+")
-_CJK_GAP = re.compile(rf"(?<=[{_CJK}]) (?=[{_CJK}])")
+_CJK_GAP = re.compile(rf"(?<=[{CJK_CHARS}]) (?=[{CJK_CHARS}])")
 _U32 = 2**32 - 1
 _NO_HASH = bytes(16)
 

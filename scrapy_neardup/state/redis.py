@@ -61,6 +61,7 @@ from scrapy_neardup.algorithms.exact import ExactMethod
 from scrapy_neardup.engine import Deduplicator, Member, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError
 from scrapy_neardup.state.base import NearDupState
+from scrapy_neardup.storage.texts import redis_key
 from scrapy_neardup.twisted_futures import await_future
 from scrapy_neardup.urls import ScalableBloomFilter
 
@@ -646,8 +647,6 @@ class RedisState(NearDupState):
     def keep_text(self, key: str, text: str) -> None:
         """HSET in ``{prefix}:neardup:texts`` (content thread); a failure starts an outage
         but does not undo the check it follows."""
-        from scrapy_neardup.storage.texts import redis_key
-
         try:
             self.redis_client.hset(redis_key(self.key_prefix), key, text)
         except self.errors as exc:
