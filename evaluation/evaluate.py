@@ -69,7 +69,7 @@ DEFAULTS = {
     "minhash": Config.of(
         "minhash", label="minhash (default)", threshold=0.4, num_perm=128, shingles="word:3"
     ),
-    "simhash": Config.of("simhash", label="simhash (default)", k=3, shingles="word:2"),
+    "simhash": Config.of("simhash", label="simhash (default)", k=6, shingles="word:1"),
     "spotsigs": Config.of("spotsigs", label="spotsigs (default)", threshold=0.5, chain=2),
     "imatch": Config.of(
         "imatch", label="imatch (default)", low=3.0, high=4.5, lexicons=20, keep=0.3, min_terms=15
@@ -86,7 +86,7 @@ PROPOSED = {
     "minhash": Config.of(
         "minhash", label="minhash word:2 0.3", threshold=0.3, num_perm=128, shingles="word:2"
     ),
-    "simhash": Config.of("simhash", label="simhash word:1", k=3, shingles="word:1"),
+    "simhash": Config.of("simhash", label="simhash k=7", k=7, shingles="word:1"),
 }
 
 
@@ -117,7 +117,7 @@ def grid(lang: str, quick: bool) -> dict[str, list[Config]]:
     sim_units = ["word:1", "word:2", "word:3", "char:4"]
     if lang == "zh":
         sim_units = ["word:1", "word:2", "word:3", "char:2", "char:3", "char:4"]
-    ks = (2, 3, 4, 5, 6) if not quick else (2, 3, 4)
+    ks = (3, 4, 5, 6, 7) if not quick else (3, 6, 7)
     simhash = [Config.of("simhash", k=k, shingles=u) for u in sim_units for k in ks]
     spot_thresholds = (0.3, 0.4, 0.5, 0.6, 0.7) if not quick else (0.3, 0.5, 0.7)
     spotsigs = [

@@ -257,12 +257,13 @@ class NearDupConfig:
     # near-duplicates
     backend: str = DEFAULT_METHOD
     threshold: float | None = None
-    simhash_k: int = 3
+    simhash_k: int = 6
     min_tokens: int = 50
     backend_params: dict[str, Any] = field(default_factory=dict)
     action: str = "drop"
     duplicate_of_field: str = "duplicate_of"
     similarity_field: str = "duplicate_similarity"
+    related_field: str = "related_to"
     # state: "memory", "redis", or the dotted import path of a state class
     storage: str = "memory"
     redis_url: str = DEFAULT_REDIS_URL
@@ -310,7 +311,7 @@ class NearDupConfig:
             url_field=_field_name(s, "NEARDUP_URL_FIELD", "url"),
             backend=_choice(s, "NEARDUP_BACKEND", DEFAULT_METHOD, tuple(METHODS)),
             threshold=_float(s, "NEARDUP_THRESHOLD", None, 0.0, 1.0),
-            simhash_k=_int(s, "NEARDUP_SIMHASH_K", 3, 1, 7),
+            simhash_k=_int(s, "NEARDUP_SIMHASH_K", 6, 1, 7),
             min_tokens=_int(s, "NEARDUP_MIN_TOKENS", 50, 0),
             backend_params=_dict(
                 s,
@@ -320,6 +321,7 @@ class NearDupConfig:
             action=_choice(s, "NEARDUP_ACTION", "drop", ACTIONS),
             duplicate_of_field=_field_name(s, "NEARDUP_DUPLICATE_OF_FIELD", "duplicate_of"),
             similarity_field=_field_name(s, "NEARDUP_SIMILARITY_FIELD", "duplicate_similarity"),
+            related_field=_field_name(s, "NEARDUP_RELATED_FIELD", "related_to"),
             storage=_storage(s),
             redis_url=_redis_url(s),
             key_prefix=_key_prefix(s),

@@ -1,17 +1,21 @@
-"""The near-duplicate engine: exact hash first, then the configured method; first seen wins.
+"""The near-duplicate engine: exact hash first, then the configured method, verified by
+containment: a document is dropped only when what it says is already in a kept one.
 
 It joins the maths (:mod:`scrapy_neardup.algorithms`) with a store
 (:mod:`scrapy_neardup.storage`) and keeps the clusters: every kept document is the head of a
-cluster, every duplicate joins the cluster of the earlier document it matched. Only heads are
-indexed, so a chain of small edits cannot drift a cluster away from its first document.
+cluster, every duplicate joins the cluster of the earlier document that contains it
+(:mod:`scrapy_neardup.algorithms.containment`). A later document that carries substantially
+more than a kept one is kept too, and recorded as *related* to it. Only heads are indexed, so
+a chain of small edits cannot drift a cluster away from its first document.
 
 Saved state (:meth:`Deduplicator.to_bytes`), little-endian throughout, no pickle::
 
-    magic  b"NDUP"  | u16 version (1)
+    magic  b"NDUP"  | u16 version (2)
     u32 n | n bytes  meta: UTF-8 JSON {"method", "params", "min_tokens", "counts"}
     u64 n | n heads:    u32 len | key UTF-8 | u32 len | exact signature
     u64 n | n heads:    u32 len | key UTF-8 | u32 len | method signature
     u64 n | n members:  u32 len | key | u32 len | head | u8 len | method | f64 similarity
+    u64 n | n related:  the same fields (key: the richer document, head: the kept one)
 
 Loading checks the method and its parameters: signatures made with other parameters would
 never match, silently, so a mismatch is a :class:`StateError`.
@@ -29,40 +33,72 @@ from typing import Any, BinaryIO, Protocol
 
 from scrapy_neardup.algorithms import DEFAULT_METHOD, Match, Method, make_method
 from scrapy_neardup.algorithms.base import BucketStore
+from scrapy_neardup.algorithms.containment import SiteLines, Verified
 from scrapy_neardup.algorithms.exact import ExactMethod
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 
 MAGIC = b"NDUP"
-VERSION = 1
+VERSION = 2  # 2: containment sketches in signatures, related documents
 DEFAULT_MIN_TOKENS = 50
 
 
 class Index:
-    """One method over one store: query, add, or both at once (atomically, in the store)."""
+    """One method over one store: query, add, or both at once (atomically, in the store).
+
+    A method with a ``check`` (:class:`~scrapy_neardup.algorithms.containment.Verified`)
+    tells copies from related documents; :meth:`search` returns both.
+    """
 
     def __init__(self, method: Method, store: BucketStore) -> None:
         self.method = method
         self.store = store
         self._probe_count = getattr(method, "probe_count", None)
+        self._check = getattr(method, "check", None)
 
-    def _verifier(self, signature: Any) -> Callable[[Any], float | None]:
-        similarity = self.method.similarity
-        return lambda other: similarity(signature, other)
+    def _verifier(self, signature: Any, related: list[Match], found: dict[str, float]):
+        """The store's verifier: the similarity of a copy, else None; related candidates are
+        put in ``related`` and each copy's containment in ``found`` on the way."""
+        if self._check is None:
+            similarity = self.method.similarity
+            return lambda key, other: similarity(signature, other)
+        check, name = self._check, self.method.name
+
+        def verify(key: str, other: Any) -> float | None:
+            result = check(signature, other)
+            if result is None:
+                return None
+            if result.related:
+                related.append(Match(key, result.similarity, name, result.reverse))
+                return None
+            found[key] = result.coverage
+            return result.similarity
+
+        return verify
 
     def _probe(self, signature: Any) -> dict[str, int]:
         """``probe=`` for the store, only for methods that have it (see algorithms.base)."""
         return {} if self._probe_count is None else {"probe": self._probe_count(signature)}
 
+    def search(self, key: str, signature: Any, add: bool) -> tuple[list[Match], list[Match]]:
+        """(copies, related) of ``signature`` among earlier documents; with ``add``, it is
+        added as ``key`` when it copies none of them."""
+        related: list[Match] = []
+        contained: dict[str, float] = {}
+        verify = self._verifier(signature, related, contained)
+        buckets = self.method.bucket_keys(signature)
+        if add:
+            found = self.store.query_and_add(
+                key, signature, buckets, verify, **self._probe(signature)
+            )
+        else:
+            found = self.store.query(signature, buckets, verify, **self._probe(signature))
+        name = self.method.name
+        return [Match(k, sim, name, contained.get(k, 1.0)) for k, sim in found], related
+
     def query(self, signature: Any) -> list[Match]:
-        found = self.store.query(
-            signature,
-            self.method.bucket_keys(signature),
-            self._verifier(signature),
-            **self._probe(signature),
-        )
-        return [Match(key, sim, self.method.name) for key, sim in found]
+        return self.search("", signature, add=False)[0]
 
     def query_and_add(self, key: str, doc: Document | str) -> list[Match]:
         """Earlier documents matching ``doc``; when there are none, ``doc`` is added as ``key``."""
@@ -71,14 +107,7 @@ class Index:
         return self.query_and_add_signature(key, self.method.signature(doc))
 
     def query_and_add_signature(self, key: str, signature: Any) -> list[Match]:
-        found = self.store.query_and_add(
-            key,
-            signature,
-            self.method.bucket_keys(signature),
-            self._verifier(signature),
-            **self._probe(signature),
-        )
-        return [Match(k, sim, self.method.name) for k, sim in found]
+        return self.search(key, signature, add=True)[0]
 
     def add(self, key: str, signature: Any) -> None:
         self.store.add(key, signature, self.method.bucket_keys(signature))
@@ -96,6 +125,11 @@ class Verdict:
     method: str | None = None
     similarity: float = 0.0
     short: bool = False
+    #: Share of this document's phrases (word 3-shingles) found in ``duplicate_of``, or, for
+    #: a kept document, in this one of ``related_to``'s.
+    containment: float = 0.0
+    #: A kept document that this one holds, and substantially more (kept, recorded beside it).
+    related_to: str | None = None
 
     @property
     def is_duplicate(self) -> bool:
@@ -118,10 +152,13 @@ class Recorder(Protocol):
 
     def member(self, member: Member) -> None: ...
 
+    def related(self, member: Member) -> None: ...
+
 
 @dataclass(frozen=True)
 class Member:
-    """A duplicate and the cluster head it joined."""
+    """A duplicate and the cluster head it joined; or, in ``Deduplicator.related``, a kept
+    document (``key``) and the earlier kept one (``head``) it holds and adds to."""
 
     key: str
     head: str
@@ -130,14 +167,17 @@ class Member:
 
 
 def best_match(matches: Iterable[Match]) -> Match:
-    """Highest similarity; among equals the first found (the earlier document)."""
-    return max(matches, key=lambda m: m.similarity)
+    """The one holding most of the document, then the most similar; among equals the first
+    found (the earlier document)."""
+    return max(matches, key=lambda m: (m.containment, m.similarity))
 
 
-StoreFactory = Callable[[str], BucketStore]
+#: A store for an index: its name ("exact" or the method's) and the codec of its signatures
+#: (the method whose ``encode``/``decode`` a store that serialises must use).
+StoreFactory = Callable[[str, Method], BucketStore]
 
 
-def memory_stores(_name: str) -> BucketStore:
+def memory_stores(_name: str, _codec: Method) -> BucketStore:
     return MemoryBucketStore()
 
 
@@ -145,7 +185,9 @@ class Deduplicator:
     """Decides, document by document, what is new and what repeats something seen before.
 
     Documents with fewer than ``min_tokens`` tokens are matched exactly only (and counted as
-    ``short``): SimHash and MinHash estimates are unreliable on a handful of words.
+    ``short``): SimHash and MinHash estimates are unreliable on a handful of words. The
+    method's candidates are verified by containment (``containment``: the keyword arguments
+    of :class:`~scrapy_neardup.algorithms.containment.Verified`).
     """
 
     def __init__(
@@ -154,17 +196,22 @@ class Deduplicator:
         *,
         min_tokens: int = DEFAULT_MIN_TOKENS,
         stores: StoreFactory = memory_stores,
+        containment: dict[str, Any] | None = None,
         **params: Any,
     ) -> None:
         if min_tokens < 0:
             raise ValueError(f"min_tokens must be >= 0, got {min_tokens}")
         self.method = make_method(method, **params) if isinstance(method, str) else method
         self.min_tokens = min_tokens
-        self.exact = Index(ExactMethod(), stores("exact"))
-        self.near = (
-            None if self.method.name == "exact" else Index(self.method, stores(self.method.name))
-        )
+        exact = ExactMethod()
+        self.exact = Index(exact, stores("exact", exact))
+        self.near = None
+        if self.method.name != "exact":
+            verified = Verified(self.method, **(containment or {}))
+            self.near = Index(verified, stores(self.method.name, verified))
         self.members: dict[str, Member] = {}
+        self.related: dict[str, Member] = {}
+        self.site_lines = SiteLines()
         self.counts: Counter[str] = Counter()
         self.recorder: Recorder | None = None
 
@@ -178,6 +225,17 @@ class Deduplicator:
             return Signed(exact, None, count)
         return Signed(exact, self.near.method.signature(doc), count)
 
+    def without_boilerplate(self, site: str, signed: Signed) -> Signed:
+        """``signed`` with the lines its site repeats on many pages left out of its covered
+        words (:class:`~scrapy_neardup.algorithms.containment.SiteLines`); call it once per
+        document, before :meth:`check_signed`: it counts the document's lines."""
+        if signed.near is None or self.near is None:
+            return signed
+        phrases = self.site_lines.observe(site, signed.near[1])
+        if phrases is signed.near[1]:
+            return signed
+        return Signed(signed.exact, (signed.near[0], phrases), signed.tokens)
+
     def check(self, key: str, text: str | Document) -> Verdict:
         """Match ``text`` against everything kept so far; keep it (index it) if it is new."""
         return self.check_signed(key, self.sign(text))
@@ -186,6 +244,7 @@ class Deduplicator:
         """The index half of :meth:`check`, for signatures made by :meth:`sign`."""
         self.counts["documents"] += 1
         short = signed.near is None
+        related: list[Match] = []
         if short:
             if self.near is not None:
                 self.counts["short"] += 1
@@ -194,20 +253,29 @@ class Deduplicator:
             # Exact first without adding: only a document that is kept becomes a head.
             matches = self.exact.query(signed.exact)
             if not matches:
-                matches = self.near.query_and_add_signature(key, signed.near)
+                matches, related = self.near.search(key, signed.near, add=True)
                 if not matches:
                     self.exact.add(key, signed.exact)
         if not matches:
             self.counts["kept"] += 1
             if self.recorder is not None:
                 self.recorder.head(key, signed)
-            return Verdict(key, short=short)
+            if not related:
+                return Verdict(key, short=short)
+            richer = max(related, key=lambda m: m.containment)
+            relation = Member(key, richer.key, richer.method, richer.containment)
+            self._record_related(relation)
+            if self.recorder is not None:
+                self.recorder.related(relation)
+            return Verdict(
+                key, method=richer.method, containment=richer.containment, related_to=richer.key
+            )
         match = best_match(matches)
         member = Member(key, match.key, match.method, match.similarity)
         self._record(member)
         if self.recorder is not None:
             self.recorder.member(member)
-        return Verdict(key, match.key, match.method, match.similarity, short)
+        return Verdict(key, match.key, match.method, match.similarity, short, match.containment)
 
     def restore_head(self, key: str, signed: Signed) -> None:
         """Re-add a kept document from a journal (no query, no counting twice)."""
@@ -224,9 +292,17 @@ class Deduplicator:
             self.counts["documents"] += 1
             self._record(member)
 
+    def restore_related(self, relation: Member) -> None:
+        if relation.key not in self.related:
+            self._record_related(relation)
+
     def _record(self, member: Member) -> None:
         self.members[member.key] = member
         self.counts[f"duplicates/{member.method}"] += 1
+
+    def _record_related(self, relation: Member) -> None:
+        self.related[relation.key] = relation
+        self.counts["related"] += 1
 
     def clusters(self) -> dict[str, list[Member]]:
         """Each head with at least one duplicate, and its members in the order they came."""
@@ -244,7 +320,7 @@ class Deduplicator:
     def meta(self) -> dict[str, Any]:
         return {
             "method": self.method.name,
-            "params": self.method.params(),
+            "params": (self.method if self.near is None else self.near.method).params(),
             "min_tokens": self.min_tokens,
             "counts": dict(self.counts),
         }
@@ -263,12 +339,13 @@ class Deduplicator:
             for key, signature in items:
                 _write_blob(out, key.encode())
                 _write_blob(out, index.method.encode(signature))
-        out.write(struct.pack("<Q", len(self.members)))
-        for m in self.members.values():
-            _write_blob(out, m.key.encode())
-            _write_blob(out, m.head.encode())
-            method = m.method.encode()
-            out.write(struct.pack("<B", len(method)) + method + struct.pack("<d", m.similarity))
+        for relations in (self.members, self.related):
+            out.write(struct.pack("<Q", len(relations)))
+            for m in relations.values():
+                _write_blob(out, m.key.encode())
+                _write_blob(out, m.head.encode())
+                method = m.method.encode()
+                out.write(struct.pack("<B", len(method)) + method + struct.pack("<d", m.similarity))
 
     def load_bytes(self, data: bytes) -> None:
         """Add saved state to this (empty) deduplicator; raises StateError if it does not fit.
@@ -281,6 +358,7 @@ class Deduplicator:
         counts: dict[str, int] = {}
         entries: list[tuple[Index, str, Any]] = []
         members: list[Member] = []
+        related: list[Member] = []
         for record in iter_state(data):
             kind = record[0]
             if kind == "meta":
@@ -294,6 +372,8 @@ class Deduplicator:
                 counts = meta["counts"]
             elif kind == "member":
                 members.append(record[1])
+            elif kind == "related":
+                related.append(record[1])
             else:
                 index = indexes[kind]
                 if index is None:
@@ -305,6 +385,7 @@ class Deduplicator:
         for index, key, signature in entries:
             index.add(key, signature)
         self.members.update((m.key, m) for m in members)
+        self.related.update((m.key, m) for m in related)
         self.counts.update(counts)
 
 
@@ -313,7 +394,7 @@ _META_FIELDS = {"method": str, "params": dict, "min_tokens": int, "counts": dict
 
 def iter_state(data: bytes) -> Iterator[tuple[Any, ...]]:
     """Records of a saved state, without building any index: ``("meta", dict)``, then
-    ``("exact" | "near", key, signature bytes)``, then ``("member", Member)``."""
+    ``("exact" | "near", key, signature bytes)``, then ``("member" | "related", Member)``."""
     src = io.BytesIO(data)
     try:
         header = _read_exact(src, 10)
@@ -334,14 +415,15 @@ def iter_state(data: bytes) -> Iterator[tuple[Any, ...]]:
             (count,) = struct.unpack("<Q", _read_exact(src, 8))
             for _ in range(count):
                 yield (kind, _read_blob(src).decode(), _read_blob(src))
-        (count,) = struct.unpack("<Q", _read_exact(src, 8))
-        for _ in range(count):
-            key = _read_blob(src).decode()
-            head = _read_blob(src).decode()
-            (length,) = struct.unpack("<B", _read_exact(src, 1))
-            method = _read_exact(src, length).decode()
-            (similarity,) = struct.unpack("<d", _read_exact(src, 8))
-            yield ("member", Member(key, head, method, similarity))
+        for kind in ("member", "related"):
+            (count,) = struct.unpack("<Q", _read_exact(src, 8))
+            for _ in range(count):
+                key = _read_blob(src).decode()
+                head = _read_blob(src).decode()
+                (length,) = struct.unpack("<B", _read_exact(src, 1))
+                method = _read_exact(src, length).decode()
+                (similarity,) = struct.unpack("<d", _read_exact(src, 8))
+                yield (kind, Member(key, head, method, similarity))
         if src.read(1):
             raise StateError("corrupt near-duplicate state: bytes after the last record")
     except (struct.error, UnicodeDecodeError, ValueError, KeyError, EOFError) as exc:

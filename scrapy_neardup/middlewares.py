@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import tldextract
 from itemadapter import ItemAdapter, is_item
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
@@ -21,6 +19,7 @@ from scrapy_neardup.extraction import Extracted, PageLimitError
 from scrapy_neardup.frontier import FRONTIER_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState, PageText, freeze_startup_objects
 from scrapy_neardup.twisted_futures import await_future
+from scrapy_neardup.urls import site_of
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -79,7 +78,7 @@ class UrlFilterMiddleware:
         if check_canonical:
             # The public suffix list is parsed on first use (100-200 ms): now, not on the
             # reactor at the first page.
-            _PUBLIC_SUFFIXES("example.com")
+            site_of("http://example.com/")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UrlFilterMiddleware:
@@ -216,33 +215,10 @@ class UrlFilterMiddleware:
             return False
 
 
-# The public suffix list bundled with tldextract: never fetched over the network, no cache
-# written. Its private section counts too: a.github.io and b.github.io are two sites.
-_PUBLIC_SUFFIXES = tldextract.TLDExtract(
-    cache_dir=None, suffix_list_urls=(), include_psl_private_domains=True
-)
-
-
-@functools.lru_cache(maxsize=16384)
-def _site_of_host(host: str) -> str:
-    parts = _PUBLIC_SUFFIXES(host)
-    if parts.domain and parts.suffix:
-        return f"{parts.domain}.{parts.suffix}"
-    return host  # an IP address, localhost, a name under no public suffix: the host itself
-
-
-def _site(url: str) -> str:
-    """The registered domain of the URL's host (``news.bbc.co.uk``: ``bbc.co.uk``)."""
-    from urllib.parse import urlsplit
-
-    host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    return _site_of_host(host) if host else ""
-
-
 def _same_site(url: str, other: str) -> bool:
     """One registered domain (public suffix list), or one host where there is none (an IP
     address, ``localhost``); the port does not matter."""
-    return _site(url) == _site(other)
+    return site_of(url) == site_of(other)
 
 
 def component_enabled(settings: Any, setting: str, cls: type) -> bool:

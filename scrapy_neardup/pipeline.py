@@ -80,6 +80,8 @@ class NearDupPipeline:
             self.state.inc("neardup/short")
         if not verdict.is_duplicate:
             self.state.inc("neardup/items/kept")
+            if verdict.related_to is not None:
+                self._related(adapter, verdict)
             return item
         if verdict.duplicate_of == base and self._redelivered(item, base):
             # Its own URL, kept before a crash: whether the item reached the feed then is
@@ -96,7 +98,8 @@ class NearDupPipeline:
         self.state.inc("neardup/items/dropped")
         raise DropItem(
             f"near-duplicate of {verdict.duplicate_of} "
-            f"({verdict.method}, similarity {verdict.similarity:.3f})",
+            f"({verdict.method}, similarity {verdict.similarity:.3f}, "
+            f"containment {verdict.containment:.3f})",
             log_level="INFO" if self.config.debug else "DEBUG",
         )
 
@@ -147,18 +150,39 @@ class NearDupPipeline:
         value = adapter.get(field) if field else None
         return value if isinstance(value, str) and value else (page.url if page else "item")
 
+    def _related(self, adapter: ItemAdapter, verdict: Verdict) -> None:
+        """A kept item that holds a kept one and substantially more: never dropped for it."""
+        self.state.inc("neardup/items/related")
+        if self.config.debug:
+            logger.info(
+                "scrapy-neardup: %s kept: it holds %s (%.3f of its phrases) and more",
+                verdict.key,
+                verdict.related_to,
+                verdict.containment,
+            )
+        if self.config.action == "tag":
+            self._set_fields(adapter, {self.config.related_field: verdict.related_to})
+
     def _tag(self, adapter: ItemAdapter, verdict: Verdict) -> None:
+        self._set_fields(
+            adapter,
+            {
+                self.config.duplicate_of_field: verdict.duplicate_of,
+                self.config.similarity_field: round(verdict.similarity, 4),
+            },
+        )
+
+    def _set_fields(self, adapter: ItemAdapter, values: dict[str, Any]) -> None:
         try:
-            adapter[self.config.duplicate_of_field] = verdict.duplicate_of
-            adapter[self.config.similarity_field] = round(verdict.similarity, 4)
+            for name, value in values.items():
+                adapter[name] = value
         except KeyError:
             self.state.inc("neardup/tag_failed")
             if self.logged <= FIRST_LOGGED:
                 logger.warning(
-                    "scrapy-neardup: cannot tag an item of type %s: declare fields %r and %r",
+                    "scrapy-neardup: cannot tag an item of type %s: declare fields %s",
                     type(adapter.item).__name__,
-                    self.config.duplicate_of_field,
-                    self.config.similarity_field,
+                    " and ".join(map(repr, values)),
                 )
 
     def _log(self, verdict: Verdict) -> None:

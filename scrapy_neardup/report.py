@@ -61,7 +61,7 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
         bloom.add(fp)
     urls = len(bloom)
 
-    meta, heads, members = read_content(directory)
+    meta, heads, members, related = read_content(directory)
 
     confirmed = None
     if (directory / URL_CONFIRM).exists():
@@ -82,16 +82,20 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
             "expected_false_positive_rate": bloom.expected_false_positive_rate,
             "stages": bloom.stages,
         },
-        "content": _content(meta, len(heads), members, top),
+        "content": _content(meta, len(heads), members, top, related),
     }
 
 
-def read_content(directory: Path) -> tuple[dict[str, Any], set[str], dict[str, Member]]:
-    """The content state of a state directory: its meta, kept keys and duplicates (in the
-    order they were recorded), from the snapshot and the journal, without building an index."""
+def read_content(
+    directory: Path,
+) -> tuple[dict[str, Any], set[str], dict[str, Member], dict[str, Member]]:
+    """The content state of a state directory: its meta, kept keys, duplicates and related
+    documents (in the order they were recorded), from the snapshot and the journal, without
+    building an index."""
     meta: dict[str, Any] = {}
     heads: set[str] = set()
     members: dict[str, Member] = {}
+    related: dict[str, Member] = {}
     snapshot = directory / CONTENT_SNAPSHOT
     data = load_snapshot(snapshot)
     try:
@@ -102,6 +106,8 @@ def read_content(directory: Path) -> tuple[dict[str, Any], set[str], dict[str, M
                 heads.add(record[1])
             elif record[0] == "member":
                 members[record[1].key] = record[1]
+            elif record[0] == "related":
+                related[record[1].key] = record[1]
     except StateError as exc:
         raise StateError(str(exc), path=str(snapshot)) from None
     journal = directory / CONTENT_JOURNAL
@@ -112,10 +118,11 @@ def read_content(directory: Path) -> tuple[dict[str, Any], set[str], dict[str, M
         except (ValueError, struct.error, UnicodeDecodeError) as exc:
             raise StateError(f"unreadable journal record: {exc}", path=str(journal)) from None
         if isinstance(record, MemberRecord):
-            members[record.key] = Member(record.key, record.head, record.method, record.similarity)
+            member = Member(record.key, record.head, record.method, record.similarity)
+            (related if record.related else members)[record.key] = member
         else:
             heads.add(record.key)
-    return meta, heads, members
+    return meta, heads, members, related
 
 
 def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str, Any]:
@@ -141,10 +148,13 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
         else:
             bloom = redis_urls.RedisBloomFilter(client, prefix, capacity, rate)
         info = bloom.info()
-        members = {
-            key: Member(key, head, method, similarity)
-            for key, head, method, similarity in redis_index.members(client, prefix)
-        }
+        members, related = (
+            {
+                key: Member(key, head, method, similarity)
+                for key, head, method, similarity in redis_index.members(client, prefix, name)
+            }
+            for name in ("members", "related")
+        )
         heads = client.hlen(f"{redis_client.key_base(prefix)}:exact:ids")
         late = [
             {"item": key, "original": head, "method": method, "similarity": round(sim, 4)}
@@ -165,7 +175,7 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
             "expected_false_positive_rate": info["expected_false_positive_rate"],
             "stages": info["stages"],
         },
-        "content": _content(meta, heads, members, top),
+        "content": _content(meta, heads, members, top, related),
         # Kept while Redis was unavailable, found duplicates once it was back: both copies
         # were delivered (see scrapy_neardup.state.redis).
         "late_duplicates": sorted(late, key=lambda d: d["item"]),
@@ -186,7 +196,11 @@ def reset_redis(url: str, prefix: str) -> int:
 
 
 def _content(
-    meta: dict[str, Any], heads: int, members: dict[str, Member], top: int
+    meta: dict[str, Any],
+    heads: int,
+    members: dict[str, Member],
+    top: int,
+    related: dict[str, Member],
 ) -> dict[str, Any]:
     by_head: dict[str, list[Member]] = {}
     for m in members.values():
@@ -204,9 +218,20 @@ def _content(
         "cluster_sizes": {str(k): v for k, v in sorted(sizes.items())},
         "similarity_histogram": _histogram(similarities),
         "largest_clusters": [
-            {"head": head, "size": len(ms) + 1, "members": [m.key for m in ms]}
+            {
+                "head": head,
+                "size": len(ms) + 1,
+                "members": [m.key for m in ms],
+                "related": [r.key for r in related.values() if r.head == head],
+            }
             for head, ms in largest
         ],
+        # Kept documents that hold a kept one and substantially more (never dropped for it).
+        "related": [
+            {"item": r.key, "holds": r.head, "containment": round(r.similarity, 4)}
+            for r in list(related.values())[:top]
+        ],
+        "related_count": len(related),
     }
 
 
@@ -282,6 +307,15 @@ def render(summary: dict[str, Any]) -> str:
             lines.extend(f"          {m}" for m in cluster["members"][:5])
             if len(cluster["members"]) > 5:
                 lines.append(f"          ... and {len(cluster['members']) - 5} more")
+    if c.get("related_count"):
+        lines += [
+            "",
+            f"Kept, though they hold a kept document: {c['related_count']}"
+            " (each carries substantially more than the one it holds)",
+        ]
+        for r in c["related"]:
+            lines.append(f"  {r['item']}")
+            lines.append(f"      holds {r['holds']} ({r['containment']:.3f} of its phrases)")
     if "late_duplicates" in summary:
         lines += _render_late(summary["late_duplicates"])
     return "\n".join(lines)

@@ -282,7 +282,7 @@ def page_for_dir(directory: Path, max_drops: int = MAX_DROPS) -> tuple[str, dict
     from scrapy_neardup.report import read_content, summarize
 
     summary = summarize(directory)
-    _, _, members = read_content(directory)
+    _, _, members, _ = read_content(directory)
     drops = shown(ordered_drops(members.values()), max_drops)
     path = directory / TEXTS_FILE
     texts = read_texts(path, _wanted(drops))

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import tldextract
 from rbloom import Bloom
 from w3lib.url import canonicalize_url
 from xxhash import xxh3_128_digest
@@ -496,3 +497,24 @@ def _check_blob(blob: bytes, capacity: int, error_rate: float) -> str:
     if not 1 <= k <= 64:
         return f"rbloom hash count {k} is out of range"
     return ""
+
+
+# The public suffix list bundled with tldextract: never fetched over the network, no cache
+# written. Its private section counts too: a.github.io and b.github.io are two sites.
+_PUBLIC_SUFFIXES = tldextract.TLDExtract(
+    cache_dir=None, suffix_list_urls=(), include_psl_private_domains=True
+)
+
+
+@functools.lru_cache(maxsize=16384)
+def _site_of_host(host: str) -> str:
+    parts = _PUBLIC_SUFFIXES(host)
+    if parts.domain and parts.suffix:
+        return f"{parts.domain}.{parts.suffix}"
+    return host  # an IP address, localhost, a name under no public suffix: the host itself
+
+
+def site_of(url: str) -> str:
+    """The registered domain of the URL's host (``news.bbc.co.uk``: ``bbc.co.uk``)."""
+    host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    return _site_of_host(host) if host else ""

@@ -25,7 +25,6 @@ from redis_server import RedisServer
 
 import corpus as C
 from scrapy_neardup.algorithms import METHODS, Method, make_method
-from scrapy_neardup.algorithms.exact import ExactMethod
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.engine import Deduplicator, Signed
 from scrapy_neardup.exceptions import StateError
@@ -132,7 +131,7 @@ class BackendSuite:
             copy = pickle.loads(pickle.dumps(signed))
             assert copy.exact == signed.exact and copy.tokens == signed.tokens
             if signed.near is not None:
-                assert dedup.method.encode(copy.near) == dedup.method.encode(signed.near)
+                assert dedup.near.method.encode(copy.near) == dedup.near.method.encode(signed.near)
 
     # -- decisions ---------------------------------------------------------------------------
 
@@ -214,13 +213,10 @@ class BackendSuite:
         client = redis_client.connect(redis_url)
         client.flushdb()
         method = self.method()
-        exact = ExactMethod()
         in_redis = Deduplicator(
             method,
             min_tokens=20,
-            stores=lambda name: redis_index.RedisBucketStore(
-                client, "suite", name, exact if name == "exact" else method
-            ),
+            stores=lambda name, codec: redis_index.RedisBucketStore(client, "suite", name, codec),
         )
         in_memory = Deduplicator(self.method(), min_tokens=20)
         corpus = C.synthetic_corpus()

@@ -73,7 +73,7 @@ def test_invalid_parameters(name: str, params: dict) -> None:
 
 def test_params_describe_what_changes_signatures() -> None:
     assert SimHashMethod(k=3).params() != SimHashMethod(k=4).params()
-    assert SimHashMethod().params() != SimHashMethod(shingles="word:1").params()
+    assert SimHashMethod().params() != SimHashMethod(shingles="word:2").params()
     assert MinHashMethod().params() != MinHashMethod(threshold=0.7).params()
     assert MinHashMethod().params() != MinHashMethod(seed=2).params()
     assert SpotSigsMethod().params() != SpotSigsMethod(chain=3).params()
@@ -334,7 +334,7 @@ def test_spotsigs_does_not_read_the_lists_of_frequent_spots() -> None:
     verified = []
 
     def query(sig: np.ndarray) -> list[tuple[str, float]]:
-        def verify(other: np.ndarray) -> float | None:
+        def verify(_key: str, other: np.ndarray) -> float | None:
             verified.append(other)
             return method.similarity(sig, other)
 

@@ -106,6 +106,7 @@ COMMAND_LINE = [
     ("NEARDUP_ACTION", "Tag", "action", "tag"),
     ("NEARDUP_DUPLICATE_OF_FIELD", "original", "duplicate_of_field", "original"),
     ("NEARDUP_SIMILARITY_FIELD", "score", "similarity_field", "score"),
+    ("NEARDUP_RELATED_FIELD", "holds", "related_field", "holds"),
     ("NEARDUP_TEXT_FIELD", "body", "text_field", "body"),
     ("NEARDUP_URL_FIELD", "link", "url_field", "link"),
     ("NEARDUP_URL_FILTER", "false", "url_filter", False),

@@ -137,11 +137,14 @@ def evaluate(name: str, method: str) -> Evaluation:
 # no variant matched an article other than its own, and no two different articles in one
 # shared boilerplate matched each other.
 #
-# SimHash (k=3 of 64 bits, word bigrams) only catches pairs with a cosine similarity of about
-# 0.99 (its module docstring: expected Hamming distance 64 * theta / pi): template moves and
-# the lightest edits. A 1% word edit changes ~2% of the bigrams and lands around 3-4 bits,
-# so about half are caught; 5% edits (~10% of the bigrams, ~8 bits) and boilerplate or an ads
-# paragraph that adds 10-40% new bigrams mostly are not. Its floors pin what it achieves.
+# Containment decides every drop (scrapy_neardup/algorithms/containment.py): a variant is
+# found only when 0.9 of its words lie in a 3-shingle of its original, whichever backend
+# proposed the candidate, so the three backends now score alike. What is *not* found is by
+# design: ``insert-ad`` and ``boilerplate`` variants carry text their original lacks (an ads
+# paragraph, a site's header and footer: 10-40 % of a short text), so they are kept, and their
+# original would be the one dropped had it come second. Chinese ``edit5%`` replaces single
+# characters, which changes jieba's segmentation around each one: 5 % of the characters is
+# over 10 % of the words, and those reprints are kept too.
 #
 # The exact backend matches only normalised copies: 0 recall on every transformation, by
 # design (its only job here is the precision on non-duplicates).
@@ -149,37 +152,32 @@ ALL = (C.EDIT1, C.EDIT5, C.INSERT_AD, C.REORDER, C.DROP, C.BOILERPLATE, C.REPRIN
 
 FLOORS: dict[tuple[str, str], dict[str, float]] = {
     # Real English bodies: 154 English-prose variants per transformation (144 for a dropped
-    # paragraph). Measured: minhash 1.0 everywhere but boilerplate 0.961 (6 misses, all bodies of
-    # 100-150 words, where ~110 words of boilerplate push word-trigram Jaccard below 0.5);
-    # spotsigs 1.0, 1.0, 0.994, 1.0, 1.0, 0.987; simhash .571 .026 .377 .444 .521 .110.
-    ("en", "minhash"): {C.EDIT1: 0.97, C.EDIT5: 0.97, C.INSERT_AD: 0.97, C.REORDER: 0.97,
-                        C.DROP: 0.97, C.BOILERPLATE: 0.93},
-    ("en", "spotsigs"): {C.EDIT1: 0.97, C.EDIT5: 0.97, C.INSERT_AD: 0.97, C.REORDER: 0.97,
-                         C.DROP: 0.97, C.BOILERPLATE: 0.95},
-    ("en", "simhash"): {C.EDIT1: 0.5, C.EDIT5: 0.0, C.INSERT_AD: 0.33, C.REORDER: 0.4,
-                        C.DROP: 0.45, C.BOILERPLATE: 0.08},
+    # paragraph). Measured, the same for the three backends: 1.0 1.0 .779 1.0 1.0 .201 (simhash
+    # .987 at 5 % and .986 for a dropped paragraph: two pairs beyond its 6 bits).
+    ("en", "minhash"): {C.EDIT1: 0.97, C.EDIT5: 0.97, C.INSERT_AD: 0.72, C.REORDER: 0.97,
+                        C.DROP: 0.97, C.BOILERPLATE: 0.15},
+    ("en", "spotsigs"): {C.EDIT1: 0.97, C.EDIT5: 0.97, C.INSERT_AD: 0.72, C.REORDER: 0.97,
+                         C.DROP: 0.97, C.BOILERPLATE: 0.15},
+    ("en", "simhash"): {C.EDIT1: 0.97, C.EDIT5: 0.95, C.INSERT_AD: 0.72, C.REORDER: 0.97,
+                        C.DROP: 0.95, C.BOILERPLATE: 0.15},
     # Real Chinese pages: 29 originals (30 pages, one of them the natural pair's second
     # text), 25 Chinese variants per transformation (one miss = 0.04) and the natural pair.
-    # Measured: minhash 1.0 but edit5% 0.92; spotsigs 1.0 but edit5% 0.96; simhash .44 .04
-    # .76 .52 .32 .28 and the natural pair (one character apart) found.
-    ("zh", "minhash"): {C.EDIT1: 0.95, C.EDIT5: 0.85, C.INSERT_AD: 0.95, C.REORDER: 0.95,
-                        C.BOILERPLATE: 0.95, C.REPRINT: 0.95, C.NATURAL: 1.0},
-    ("zh", "spotsigs"): {C.EDIT1: 0.95, C.EDIT5: 0.88, C.INSERT_AD: 0.95, C.REORDER: 0.95,
-                         C.BOILERPLATE: 0.95, C.REPRINT: 0.95, C.NATURAL: 1.0},
-    ("zh", "simhash"): {C.EDIT1: 0.36, C.EDIT5: 0.0, C.INSERT_AD: 0.68, C.REORDER: 0.44,
-                        C.BOILERPLATE: 0.24, C.REPRINT: 0.2, C.NATURAL: 1.0},
+    # Measured, the same for the three: 1.0 .04 1.0 .92 .48 1.0, and the natural pair.
+    ("zh", "minhash"): {C.EDIT1: 0.95, C.EDIT5: 0.0, C.INSERT_AD: 0.95, C.REORDER: 0.88,
+                        C.BOILERPLATE: 0.4, C.REPRINT: 0.95, C.NATURAL: 1.0},
+    ("zh", "spotsigs"): {C.EDIT1: 0.95, C.EDIT5: 0.0, C.INSERT_AD: 0.95, C.REORDER: 0.88,
+                         C.BOILERPLATE: 0.4, C.REPRINT: 0.95, C.NATURAL: 1.0},
+    ("zh", "simhash"): {C.EDIT1: 0.95, C.EDIT5: 0.0, C.INSERT_AD: 0.95, C.REORDER: 0.88,
+                        C.BOILERPLATE: 0.4, C.REPRINT: 0.95, C.NATURAL: 1.0},
     # Synthetic: 52 variants per transformation (19 dropped paragraphs, 12 reprints) of short
-    # generated articles (100-400 words). Measured: minhash 1.0 but edit5% 0.962 and
-    # boilerplate 0.942; spotsigs 1.0 everywhere; simhash .635 .135 .462 .865 .474 .115 .083.
-    ("synthetic", "minhash"): {C.EDIT1: 0.96, C.EDIT5: 0.92, C.INSERT_AD: 0.96,
-                               C.REORDER: 0.96, C.DROP: 0.94, C.BOILERPLATE: 0.9,
-                               C.REPRINT: 0.9},
-    ("synthetic", "spotsigs"): {C.EDIT1: 0.96, C.EDIT5: 0.96, C.INSERT_AD: 0.96,
-                                C.REORDER: 0.96, C.DROP: 0.94, C.BOILERPLATE: 0.96,
-                                C.REPRINT: 0.9},
-    ("synthetic", "simhash"): {C.EDIT1: 0.55, C.EDIT5: 0.08, C.INSERT_AD: 0.4,
-                               C.REORDER: 0.8, C.DROP: 0.35, C.BOILERPLATE: 0.07,
-                               C.REPRINT: 0.0},
+    # generated articles (100-400 words). Measured, the same for the three: 1.0 .808 .75 1.0
+    # 1.0 0 1.0 (simhash .731 for an inserted ad).
+    ("synthetic", "minhash"): {C.EDIT1: 0.96, C.EDIT5: 0.75, C.INSERT_AD: 0.7,
+                               C.REORDER: 0.96, C.DROP: 0.94, C.REPRINT: 0.9},
+    ("synthetic", "spotsigs"): {C.EDIT1: 0.96, C.EDIT5: 0.75, C.INSERT_AD: 0.7,
+                                C.REORDER: 0.96, C.DROP: 0.94, C.REPRINT: 0.9},
+    ("synthetic", "simhash"): {C.EDIT1: 0.96, C.EDIT5: 0.75, C.INSERT_AD: 0.68,
+                               C.REORDER: 0.96, C.DROP: 0.94, C.REPRINT: 0.9},
     ("en", "exact"): {},
     ("zh", "exact"): {},
     ("synthetic", "exact"): {},
@@ -213,14 +211,13 @@ def test_recall_floors(name: str, method: str) -> None:
 def test_minhash_and_spotsigs_catch_light_edits(name: str, method: str) -> None:
     # The headline promise: word edits of up to 5% are found (>= 0.95 of them). Chinese 5%
     # edits replace characters, and each one also changes jieba's segmentation around it (a
-    # 5% character edit touches ~8% of the tokens and ~25% of the word trigrams): measured
-    # 0.92 (minhash) and 0.96 (spotsigs) on the real pages, 10 of 12 (minhash) on the short
-    # synthetic Chinese articles, so >= 0.8 there.
+    # 5% character edit touches ~8% of the tokens): over a tenth of the words are new, so
+    # containment keeps those reprints (measured 0.04 on the real pages; the HTML-level
+    # reprints of evaluation/, which edit words, are found).
     result = evaluate(name, method)
     for transform, languages, floor in (
         (C.EDIT1, ("en", "zh"), 0.95),
         (C.EDIT5, ("en",), 0.95),
-        (C.EDIT5, ("zh",), 0.8),
     ):
         recall = result.recall(transform, languages)
         assert recall is None or recall >= floor, (transform, languages, recall)
@@ -234,10 +231,11 @@ def test_spotsigs_depends_on_language() -> None:
     method = SpotSigsMethod()
     assert len(method.signature(Document("Наши герои знают толк не только во вкусе " * 20))) > 0
     assert len(method.signature(Document("엘제이의 리벤지인가, 류화영의 코스프레인가 " * 20))) == 0
-    # MinHash is language-agnostic: on the benchmark's other-language bodies it keeps its recall.
+    # MinHash is language-agnostic: on the benchmark's other-language bodies it keeps its recall
+    # (an inserted ad is new text, which containment keeps: see FLOORS).
     if C.real_data_missing() is None:
         result = evaluate("en", "minhash")
-        for transform in (C.EDIT1, C.EDIT5, C.REORDER, C.DROP, C.INSERT_AD):
+        for transform in (C.EDIT1, C.EDIT5, C.REORDER, C.DROP):
             assert result.recall(transform, ("other",)) >= 0.95
 
 
@@ -293,17 +291,17 @@ def test_first_seen_wins_in_either_order(method: str) -> None:
 
 
 def test_a_chain_of_edits_cannot_drift_from_its_head() -> None:
-    # Paragraphs of different articles: A = p0..p3, A1 = p1..p4, A2 = p2..p5. A1 is close to A
-    # (about 3 of 5 paragraphs' spot signatures shared), A2 close to A1 but not to A. A2 is
-    # kept: A1 is a member, not a head, so nothing drifts away from A one edit at a time.
+    # Paragraphs of different articles: A = p0..p3, A1 = p1..p3 (all in A: a duplicate),
+    # A2 = p1..p4 (A1 and a paragraph more: A1 is all in it, it is not all in A). A2 is kept:
+    # A1 is a member, not a head, so nothing drifts away from A one edit at a time.
     paras = [C.paragraphs(SYNTHETIC[f"syn-en-{i:03d}"])[0] for i in range(10, 16)]
-    texts = ["\n\n".join(paras[i : i + 4]) for i in range(3)]
+    texts = ["\n\n".join(paras[0:4]), "\n\n".join(paras[1:4]), "\n\n".join(paras[1:5])]
     dedup = Deduplicator("spotsigs")
-    method = dedup.method
+    method = dedup.near.method
     a, a1, a2 = (method.signature(Document(t)) for t in texts)
-    assert method.similarity(a, a1) is not None
+    assert method.similarity(a1, a) is not None
     assert method.similarity(a1, a2) is not None
-    assert method.similarity(a, a2) is None
+    assert method.similarity(a2, a) is None
     assert not dedup.check("A", texts[0]).is_duplicate
     assert dedup.check("A1", texts[1]).duplicate_of == "A"
     assert not dedup.check("A2", texts[2]).is_duplicate
@@ -326,12 +324,12 @@ def test_stream_of_the_whole_corpus_through_check() -> None:
                 assert origin[verdict.duplicate_of] == s.origin, (method, verdict)
         assert len(dedup) + len(dedup.members) == len(samples)
         assert dedup.counts["documents"] == len(samples)
-        # At least one head per article; more where a variant came first and a later variant
-        # is further from it than from the original (measured: spotsigs 55 and minhash 63
-        # heads for 52 articles; simhash 224, as it misses most edits).
+        # At least one head per article; more where a variant came first and a later one is
+        # not all in it, and for every variant that carries text its original lacks (an ad,
+        # a site's boilerplate: kept by design). Measured: 118 heads for 52 articles and 343
+        # documents, with each of the three backends.
         assert len(dedup) >= len(c.originals)
-        bound = {"spotsigs": 1.1, "minhash": 1.25, "simhash": 6.0}[method]
-        assert len(dedup) <= len(c.originals) * bound
+        assert len(dedup) <= len(c.originals) * 2.5
 
 
 # -- short documents -------------------------------------------------------------------------
@@ -485,7 +483,7 @@ def test_bad_magic() -> None:
         Deduplicator("simhash").load_bytes(b"\x00" * 64)
 
 
-@pytest.mark.parametrize("version", [0, 2, 0xFFFF])
+@pytest.mark.parametrize("version", [0, 1, 3, 0xFFFF])
 def test_other_format_version(version: int) -> None:
     data = _state()
     with pytest.raises(StateError, match=f"version {version}"):
@@ -500,7 +498,7 @@ def test_other_format_version(version: int) -> None:
         (("simhash", {}), ("exact", {}), "method"),
         (("exact", {}), ("simhash", {}), "method"),
         (("simhash", {}), ("simhash", {"k": 4}), "params"),
-        (("simhash", {}), ("simhash", {"shingles": "word:1"}), "params"),
+        (("simhash", {}), ("simhash", {"shingles": "word:2"}), "params"),
         (("minhash", {}), ("minhash", {"threshold": 0.7}), "params"),
         (("minhash", {}), ("minhash", {"seed": 2}), "params"),
         (("spotsigs", {}), ("spotsigs", {"chain": 3}), "params"),

@@ -22,7 +22,6 @@ import pytest
 from scrapy.exceptions import DropItem
 
 from scrapy_neardup.algorithms import make_method
-from scrapy_neardup.algorithms.exact import ExactMethod
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.engine import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError
@@ -66,13 +65,10 @@ def client(server):
 
 def redis_dedup(client, prefix: str, method: str, **params) -> Deduplicator:
     m = make_method(method, **params)
-    exact = ExactMethod()
     return Deduplicator(
         m,
         min_tokens=20,
-        stores=lambda name: redis_index.RedisBucketStore(
-            client, prefix, name, exact if name == "exact" else m
-        ),
+        stores=lambda name, codec: redis_index.RedisBucketStore(client, prefix, name, codec),
     )
 
 
@@ -132,7 +128,6 @@ def _hammer(
     """``threads`` writers, each with its own copy of every group, all at the same group at the
     same moment. Returns the kept keys, the verdicts and one method to compare signatures."""
     method = make_method(backend)
-    exact = ExactMethod()
     groups = _variants(40, threads, seed=3)
     if backend == "exact":  # exact matching needs identical copies
         groups = [[g[0]] * threads for g in groups]
@@ -146,7 +141,7 @@ def _hammer(
         dedup = Deduplicator(
             method,
             min_tokens=20,
-            stores=lambda name: store_cls(c, prefix, name, exact if name == "exact" else method),
+            stores=lambda name, codec: store_cls(c, prefix, name, codec),
         )
         for g, group in enumerate(signed):
             barrier.wait()
@@ -159,13 +154,15 @@ def _hammer(
     for w in workers:
         w.join(60)
     signatures = {f"g{g}/t{t}": signed[g][t] for g in range(len(groups)) for t in range(threads)}
-    return [v for vs in verdicts for v in vs], signatures, method, len(groups)
+    checker = method if signer.near is None else signer.near.method  # what the engine verifies
+    return [v for vs in verdicts for v in vs], signatures, checker, len(groups)
 
 
 def _pairs_kept_together(verdicts, signatures, method) -> list[tuple[str, str, float]]:
     kept = [v.key for v in verdicts if not v.is_duplicate]
     near = (
-        (lambda a, b: method.similarity(a.near, b.near))
+        # a copy both ways (one holding more than the other is rightly kept beside it)
+        (lambda a, b: method.similarity(a.near, b.near) and method.similarity(b.near, a.near))
         if method.name != "exact"
         else (lambda a, b: 1.0 if a.exact == b.exact else None)
     )
@@ -213,7 +210,7 @@ def test_the_hammer_catches_a_store_that_is_not_atomic(client, server) -> None:
 def test_probe_watches_only_the_least_filled_buckets(client) -> None:
     """``probe`` (SpotSigs' prefix rule) reads the least filled buckets and still adds to all."""
     store = redis_index.RedisBucketStore(client, "p", "x", make_method("simhash"))
-    verify = lambda other: 1.0 if other == 7 else None  # noqa: E731
+    verify = lambda _key, other: 1.0 if other == 7 else None  # noqa: E731
     assert store.query_and_add("a", 7, [1, 2, 3], verify) == []
     assert store.query_and_add("b", 8, [1, 4, 5], verify, probe=2) == []  # 1 is the fullest
     assert store.query(7, [1, 4, 5], verify) == [("a", 1.0)]
@@ -310,7 +307,9 @@ def test_other_method_parameters_are_refused(client, server) -> None:
     with pytest.raises(StateError, match=r"'k': 3.*configured params=.*'k': 4"):
         redis_state(server, "m", NEARDUP_BACKEND="simhash", NEARDUP_SIMHASH_K=4)
     with pytest.raises(StateError, match="capacity"):
-        redis_state(server, "m", NEARDUP_BACKEND="simhash", NEARDUP_BLOOM_CAPACITY=5)
+        redis_state(
+            server, "m", NEARDUP_BACKEND="simhash", NEARDUP_SIMHASH_K=3, NEARDUP_BLOOM_CAPACITY=5
+        )
     other, _ = redis_state(server, "m2", NEARDUP_BACKEND="simhash", NEARDUP_SIMHASH_K=4)
     other.close()
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_neardup.middlewares import _same_site, _site
+from scrapy_neardup.middlewares import _same_site
+from scrapy_neardup.urls import site_of as _site
 
 
 @pytest.mark.parametrize(

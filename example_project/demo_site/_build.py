@@ -340,7 +340,7 @@ class _Builder:
             if k in wire:
                 path = f"/wire/{art.slug}"
                 edit_rng = random.Random(f"{self.seed}:wire:{art.doc_id}")
-                paras = edit_english(list(art.paragraphs), edit_rng.uniform(0.02, 0.05), edit_rng)
+                paras = edit_english(list(art.paragraphs), edit_rng.uniform(0.01, 0.04), edit_rng)
                 paras.append(f"This article first appeared on {h.SITE}.")
                 text = "\n".join(paras)
                 html = h.wire_article(
@@ -493,10 +493,10 @@ class _Builder:
             if k in reprint:
                 path = f"/zh/reprint/{art.slug}"
                 edit_rng = random.Random(f"{self.seed}:reprint:{art.doc_id}")
-                paras = edit_chinese(list(art.paragraphs), edit_rng.uniform(0.02, 0.05), edit_rng)
-                paras.insert(0, f"本文转载自{h.ZH_SITE}，原标题为《{art.title}》。")
+                paras = edit_chinese(list(art.paragraphs), edit_rng.uniform(0.005, 0.02), edit_rng)
+                paras.insert(0, f"本文转载自{h.ZH_SITE}。")
                 editor = edit_rng.choice(("林晓", "周然", "孟岩", "许晴"))
-                paras.append(f"（来源：{h.ZH_SITE}　责任编辑：{editor}）")
+                paras.append(f"（责任编辑：{editor}）")
                 text = "\n".join(paras)
                 html = h.portal_article(
                     title=art.alt_title, date=art.date, paragraphs=paras, path=path

@@ -298,9 +298,7 @@ PARTNER_MOST_READ = (
 )
 PARTNER_FOOTER = (
     "The Valley Ledger publishes stories from partner newsrooms across the region under a "
-    "content sharing agreement. Views expressed by contributors are their own. Advertising "
-    "enquiries go to our commercial team. The Valley Ledger is a trading name of Ledger "
-    "Regional Publishing Limited, registered in the county, company number 0481122."
+    "content sharing agreement."
 )
 
 

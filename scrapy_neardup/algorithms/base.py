@@ -23,11 +23,14 @@ from scrapy_neardup.text import Document
 
 @dataclass(frozen=True)
 class Match:
-    """An earlier document a new one duplicates."""
+    """An earlier document a new one duplicates (or, for a related one, that it holds)."""
 
     key: str
     similarity: float
     method: str
+    #: Share of the new document's phrases in the earlier one (of the earlier one's in the
+    #: new one, for a related document); 1.0 where it is not measured (exact copies).
+    containment: float = 1.0
 
 
 @runtime_checkable
@@ -51,6 +54,10 @@ class Method(Protocol):
     def similarity(self, a: Any, b: Any) -> float | None:
         """Similarity of two signatures, or None when they do not match."""
 
+    # Optional: ``estimate(a, b) -> float | None``, the similarity without the method's
+    # threshold, for candidates that containment verifies (algorithms/containment.py): a
+    # copy of a page's core inside a larger page has a low Jaccard but is contained.
+
     # Optional: ``probe_count(signature) -> int``. A method that has it promises that a match
     # shares a bucket among *any* ``probe_count`` of the signature's buckets, so a store may
     # probe only that many, the least filled first (SpotSigs); without it, every bucket is
@@ -61,7 +68,8 @@ class Method(Protocol):
     def decode(self, data: bytes) -> Any: ...
 
 
-Verifier = Callable[[Any], "float | None"]
+#: Called by a store with a candidate's key and signature: its similarity, or None.
+Verifier = Callable[[str, Any], "float | None"]
 
 
 class BucketStore(Protocol):

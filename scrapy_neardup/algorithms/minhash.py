@@ -149,9 +149,12 @@ class MinHashMethod:
         self.prepared()
         return self._ranges
 
+    def estimate(self, a: np.ndarray, b: np.ndarray) -> float:
+        """The same estimator as ``MinHash.jaccard``, without building two MinHash objects."""
+        return float(np.count_nonzero(a == b)) / self.num_perm
+
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:
-        # The same estimator as MinHash.jaccard, without building two MinHash objects.
-        estimate = float(np.count_nonzero(a == b)) / self.num_perm
+        estimate = self.estimate(a, b)
         return estimate if estimate >= self.threshold else None
 
     def encode(self, signature: np.ndarray) -> bytes:

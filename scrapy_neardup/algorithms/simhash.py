@@ -11,18 +11,22 @@ million documents each bucket already holds ~15 unrelated fingerprints and query
 with the index. The default ``blocks = k + 2`` keys buckets by pairs of blocks (~26 bits, 10
 buckets per document at k=3), which keeps buckets nearly empty up to tens of millions.
 
-What k=3 of 64 bits catches: the expected Hamming distance of two SimHashes is 64 * theta / pi
-for the angle theta between their feature vectors, so k=3 needs a cosine similarity of about
-0.99: copies, template moves and light edits, not 5% rewrites (use ``minhash`` for those).
-Word bigrams are the default feature. Weighted single words caught more moved articles on
-real pages after extraction (0.67 against 0.44 at k=3, ``evaluation/ACCURACY.md``), but function
-words dominate their fingerprints: on a generated corpus of unrelated texts drawn from one
-vocabulary, hundreds of pairs came within 3 bits, and a false drop is lost data where a missed
-near-duplicate is only a wasted item. k=5 began matching articles that only share a topic.
+What the defaults catch: the expected Hamming distance of two SimHashes is 64 * theta / pi
+for the angle theta between their feature vectors, so k=3 needs a cosine of about 0.99 and
+k=6 about 0.96. Fingerprints are only candidates: every pair within k bits is verified by
+containment (:mod:`scrapy_neardup.algorithms.containment`), which is what allows a k this
+large. Before verification, k=3 on word bigrams was the widest safe setting: weighted single
+words let function words dominate, and on the documentation of Debian's ``sphinx-doc`` the
+index-by-letter pages came within 3 bits of each other at a true Jaccard of 0.02-0.05. With
+verification those candidates are rejected, and single words at k=6 find 0.85 of the copies
+moved into another site's template against 0.45 for bigrams at k=3 (``evaluation/ACCURACY.md``).
+Counts stay the weights: sublinear ``weights="log"`` (1 + ln tf) found fewer copies (0.80
+against 0.87 at k=7) and is kept as an option.
 """
 
 from __future__ import annotations
 
+import math
 from itertools import combinations
 from typing import Any
 
@@ -32,6 +36,7 @@ from simhash import Simhash
 from scrapy_neardup.text import Document, ShingleSpec, term_weights
 
 BITS = 64
+WEIGHTS = ("count", "log")
 
 
 _KEY_BITS = 48  # bits of a bucket key that hold fingerprint bits; the rest name the table
@@ -71,8 +76,15 @@ class SimHashMethod:
     reads_tokens = True  # the token list, not only its hashes (see Deduplicator.sign)
 
     def __init__(
-        self, k: int = 3, shingles: str | ShingleSpec = "word:2", blocks: int | None = None
+        self,
+        k: int = 6,
+        shingles: str | ShingleSpec = "word:1",
+        blocks: int | None = None,
+        weights: str = "count",
     ) -> None:
+        if weights not in WEIGHTS:
+            raise ValueError(f"simhash weights must be one of {WEIGHTS}, got {weights!r}")
+        self.weights = weights
         if not 1 <= k <= 7:
             raise ValueError(f"simhash k must be 1..7 bits, got {k}")
         blocks = k + 2 if blocks is None else blocks
@@ -90,12 +102,15 @@ class SimHashMethod:
             "shingles": str(self.shingles),
             "bits": BITS,
             "hash": "xxh64",
+            "weights": self.weights,
         }
 
     def signature(self, doc: Document) -> int:
         weights = term_weights(doc.shingle_strings(self.shingles))
         if not weights:
             return 0
+        if self.weights == "log":  # 1 + ln(tf): a feature repeated 20 times weighs 4, not 20
+            weights = {f: 1.0 + math.log(w) for f, w in weights.items()}
         # simhash multiplies a uint8 bit array by integer weights above its batch cutoff,
         # which overflows under numpy 2; float weights take its float path instead.
         features = {

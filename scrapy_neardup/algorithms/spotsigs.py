@@ -61,6 +61,9 @@ from scrapy_neardup.text import TOKEN_HASH, Document, hash_tokens, shingle_hashe
 _EPSILON = 1e-9
 
 
+CANDIDATE_FLOOR = 0.2
+
+
 class SpotSigsMethod:
     """Jaccard similarity of spot-signature sets; a match is at least ``threshold``."""
 
@@ -175,6 +178,18 @@ class SpotSigsMethod:
 
     def probe_count(self, signature: np.ndarray) -> int:
         return self.prefix_length(len(signature))
+
+    def estimate(self, a: np.ndarray, b: np.ndarray) -> float | None:
+        """The Jaccard similarity of the spot sets, without the length partition (a copy
+        inside a page up to five times its size is found by containment), from
+        :data:`CANDIDATE_FLOOR` up: below it, what two pages share is their template (a page
+        whose article extraction missed is all template, and so "contained" in any page of
+        its site)."""
+        if min(len(a), len(b)) < self.min_spots:
+            return None
+        common = len(np.intersect1d(a, b, assume_unique=True))
+        jaccard = common / (len(a) + len(b) - common)
+        return jaccard if jaccard >= CANDIDATE_FLOOR else None
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:
         small, large = sorted((len(a), len(b)))

@@ -32,7 +32,7 @@ from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.engine import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError
 from scrapy_neardup.extraction import Extracted, Extractor, SignerSpec
-from scrapy_neardup.urls import canonical_url, url_fingerprint
+from scrapy_neardup.urls import canonical_url, site_of, url_fingerprint
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -245,6 +245,7 @@ class NearDupState:
         """The content check of an item whose key (its URL) is ``key``: made unique when
         several items share one, then ``dedup.check_signed``. ``text``, what was signed, is
         kept under the key decided (``NEARDUP_KEEP_TEXT``) for ``neardup-stats --html``."""
+        signed = self.dedup.without_boilerplate(site_of(key), signed)
         verdict = self.dedup.check_signed(self.unique_key(key), signed)
         if text:
             self.keep_text(verdict.key, self.text_to_keep(text))

@@ -85,6 +85,10 @@ class ContentJournal:
     def member(self, m: Member) -> None:
         self.journal.append(encode_member(MemberRecord(m.key, m.head, m.method, m.similarity)))
 
+    def related(self, m: Member) -> None:
+        record = MemberRecord(m.key, m.head, m.method, m.similarity, related=True)
+        self.journal.append(encode_member(record))
+
     def replay(self, payload: bytes) -> HeadRecord | MemberRecord:
         record = decode_content_record(payload)
         if isinstance(record, HeadRecord):
@@ -95,9 +99,11 @@ class ContentJournal:
             exact = self.dedup.exact.method.decode(record.exact)
             self.dedup.restore_head(record.key, Signed(exact, near, record.tokens))
         else:
-            self.dedup.restore_member(
-                Member(record.key, record.head, record.method, record.similarity)
-            )
+            member = Member(record.key, record.head, record.method, record.similarity)
+            if record.related:
+                self.dedup.restore_related(member)
+            else:
+                self.dedup.restore_member(member)
         return record
 
 

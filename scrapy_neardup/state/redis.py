@@ -57,13 +57,12 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from scrapy_neardup.algorithms.exact import ExactMethod
 from scrapy_neardup.engine import Deduplicator, Member, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError
 from scrapy_neardup.state.base import NearDupState
 from scrapy_neardup.storage.texts import redis_key
 from scrapy_neardup.twisted_futures import await_future
-from scrapy_neardup.urls import ScalableBloomFilter
+from scrapy_neardup.urls import ScalableBloomFilter, site_of
 
 logger = logging.getLogger(__name__)
 
@@ -131,10 +130,9 @@ class RedisState(NearDupState):
         )
         self._url_thread = ThreadPoolExecutor(1, thread_name_prefix="neardup-redis-urls")
         self._content_thread = ThreadPoolExecutor(1, thread_name_prefix="neardup-redis-content")
-        method, exact = config.make_method(), ExactMethod()
+        method = config.make_method()
 
-        def stores(name: str) -> Any:
-            codec = exact if name == "exact" else method
+        def stores(name: str, codec: Any) -> Any:
             return redis_index.RedisBucketStore(self.redis_client, prefix, name, codec)
 
         self.dedup = GuardedDeduplicator(
@@ -212,11 +210,7 @@ class RedisState(NearDupState):
                 self.redis_client,
                 self.key_prefix,
                 "content",
-                {
-                    "method": self.dedup.method.name,
-                    "params": self.dedup.method.params(),
-                    "min_tokens": self.dedup.min_tokens,
-                },
+                {k: self.dedup.meta()[k] for k in ("method", "params", "min_tokens")},
             )
             urls = self._urls_mod.url_filter(
                 self.redis_url_client,
@@ -615,6 +609,7 @@ class RedisState(NearDupState):
         if self._outage is not None:
             self._probe_soon()
         kept = self.text_to_keep(text) if text else None
+        signed = self.dedup.without_boilerplate(site_of(key), signed)
         future = self._submit(self._content_thread, self._content_job, key, signed, True, kept)
         return await await_future(future)
 

@@ -428,6 +428,7 @@ def load_snapshot(path: Path) -> bytes | None:
 #     b"H" | u32 len | key UTF-8 | u32 len | exact signature | u8 has_near | u32 len | near
 #          | u32 tokens                                                        (a kept document)
 #     b"M" | u32 len | key | u32 len | head | u32 len | method | f64 similarity   (a duplicate)
+#     b"R" | the same fields, similarity: containment of the head in the key (a related one)
 
 
 @dataclass(frozen=True)
@@ -442,12 +443,14 @@ class HeadRecord:
 
 @dataclass(frozen=True)
 class MemberRecord:
-    """A duplicate and the kept document (cluster head) it matched."""
+    """A duplicate and the kept document (cluster head) it matched; with ``related``, a kept
+    document and the earlier kept one it holds and adds to."""
 
     key: str
     head: str
     method: str
     similarity: float
+    related: bool = False
 
 
 def _blob(data: bytes) -> bytes:
@@ -475,7 +478,7 @@ def encode_head(record: HeadRecord) -> bytes:
 
 def encode_member(record: MemberRecord) -> bytes:
     return (
-        b"M"
+        (b"R" if record.related else b"M")
         + _blob(record.key.encode())
         + _blob(record.head.encode())
         + _blob(record.method.encode())
@@ -494,9 +497,9 @@ def decode_content_record(payload: bytes) -> HeadRecord | MemberRecord:
         near, pos = _take_blob(payload, pos + 1)
         (tokens,) = struct.unpack_from("<I", payload, pos)
         return HeadRecord(key.decode(), exact, near if has_near else None, tokens)
-    if kind == b"M":
+    if kind in (b"M", b"R"):
         head, pos = _take_blob(payload, pos)
         method, pos = _take_blob(payload, pos)
         (similarity,) = struct.unpack_from("<d", payload, pos)
-        return MemberRecord(key.decode(), head.decode(), method.decode(), similarity)
+        return MemberRecord(key.decode(), head.decode(), method.decode(), similarity, kind == b"R")
     raise ValueError(f"unknown record type {kind!r}")

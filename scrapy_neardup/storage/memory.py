@@ -39,7 +39,7 @@ class MemoryBucketStore:
                 if key in seen:
                     continue
                 seen.add(key)
-                similarity = verify(self._signatures[key])
+                similarity = verify(key, self._signatures[key])
                 if similarity is not None:
                     matches.append((key, similarity))
         return matches

@@ -158,7 +158,7 @@ class RedisBucketStore:
                 if other in checked or other == key:
                     continue
                 checked.add(other)
-                similarity = verify(self.codec.decode(data))
+                similarity = verify(other, self.codec.decode(data))
                 if similarity is not None:
                     matches.append((other, similarity))
             if matches or mode == "query":
@@ -212,9 +212,21 @@ class RedisRecorder:
         self.members = f"{key_base(prefix)}:members"
         self.counts = f"{key_base(prefix)}:counts"
         self.late_members = f"{key_base(prefix)}:late"
+        self.related_members = f"{key_base(prefix)}:related"
 
     def head(self, key: str, signed: Any) -> None:
         pass
+
+    def related(self, member: Any) -> None:
+        """A kept document that holds, and adds to, the kept ``member.head``."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(
+            self.related_members,
+            member.key,
+            pack_member(member.head, member.method, member.similarity),
+        )
+        pipe.hincrby(self.counts, "related", 1)
+        pipe.execute()
 
     def member(self, member: Any) -> None:
         pipe = self.client.pipeline(transaction=True)
@@ -262,7 +274,8 @@ def members(
     client: redis.Redis, prefix: str, hash_name: str = "members"
 ) -> Iterable[tuple[str, str, str, float]]:
     """(duplicate, head, method, similarity) of every recorded duplicate (``hash_name``
-    ``"late"``: of those found only after they were delivered)."""
+    ``"late"``: of those found only after they were delivered; ``"related"``: kept documents
+    that hold a kept one, the similarity being that one's containment in them)."""
     for key, packed in client.hscan_iter(f"{key_base(prefix)}:{hash_name}", count=1000):
         yield (key.decode("utf-8", "surrogatepass"), *unpack_member(packed))
 

@@ -1,0 +1,183 @@
+"""Containment decides a drop (scrapy_neardup/algorithms/containment.py): covered words, the
+Bloom filter's correction, related documents and site boilerplate."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import corpus.text as C
+from scrapy_neardup.algorithms import make_method
+from scrapy_neardup.algorithms.containment import (
+    Phrases,
+    SiteLines,
+    Verified,
+    coverage,
+    phrases_of,
+)
+from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.text import Document
+
+ARTICLES = C.synthetic_articles()
+WORDS = sorted({w.strip(".,") for t in ARTICLES.values() for w in t.split()} - {""})
+WORDS = [w for w in WORDS if w.isascii() and w.isalpha()]
+
+
+def _text(seed: int, words: int = 300) -> str:
+    """Sentences of random corpus words: no two texts share a phrase by chance."""
+    rng = random.Random(seed)
+    out = [rng.choice(WORDS) for _ in range(words)]
+    return ". ".join(" ".join(out[i : i + 12]) for i in range(0, words, 12)) + "."
+
+
+EN = [_text(i) for i in range(48)]
+
+
+def phrases(text: str) -> Phrases:
+    return phrases_of(Document(text))
+
+
+def edit(text: str, rate: float, seed: int = 0) -> str:
+    rng = random.Random(seed)
+    words = text.split()
+    for i in rng.sample(range(len(words)), round(rate * len(words))):
+        words[i] = rng.choice(WORDS) + "x"  # a word the original cannot have
+    return " ".join(words)
+
+
+def covered(new: str, kept: str) -> float:
+    found = coverage(phrases(new), phrases(kept))
+    assert found is not None
+    return found[0]
+
+
+def test_covered_words_charge_an_edit_one_word_and_new_text_all_of_it() -> None:
+    text = EN[0] + "\n\n" + EN[1]
+    assert covered(text, text) == pytest.approx(1.0, abs=0.01)
+    assert covered(EN[2], text) < 0.1
+    # 5 % of the words edited: about 0.95 of the words still covered (3-shingles: ~0.86).
+    assert 0.92 <= covered(edit(text, 0.05), text) <= 0.97
+    # A quarter new text: about 0.75, whatever the edits elsewhere.
+    longer = text + "\n\n" + EN[3][: len(text) // 3]
+    assert 0.65 <= covered(longer, text) <= 0.85
+    # And the shorter one is all in the longer one.
+    assert covered(text, longer) == pytest.approx(1.0, abs=0.01)
+
+
+def test_the_filters_false_positives_are_subtracted() -> None:
+    # A kept page of 30,000 words and an unrelated one: raw hits would be the false-positive
+    # rate (up to 3 chances a word); the correction brings the share back near 0.
+    big = " ".join(random.Random(1).choice(WORDS) + str(i % 97) for i in range(30_000))
+    kept = phrases(big)
+    assert 0.003 < kept.false_positive_rate < 0.05
+    new = phrases(EN[4])
+    hits = kept.contains(new.sequence)
+    uncorrected = (hits | np.r_[hits[1:], False] | np.r_[False, hits[:-1]]).mean()
+    share, _ = coverage(new, kept)
+    assert share < 0.03 < uncorrected
+
+
+def test_a_filter_too_full_to_trust_decides_nothing() -> None:
+    huge = " ".join(f"w{i}" for i in range(200_000))  # 200k shingles in a 16 KB filter
+    kept = phrases(huge)
+    assert kept.false_positive_rate > 0.05
+    assert len(kept.bits) == 16384
+    assert coverage(phrases(huge[:5000]), kept) is None
+
+
+def test_phrases_round_trip_without_their_sequence() -> None:
+    verified = Verified(make_method("minhash"))
+    signature = verified.signature(Document(EN[5]))
+    decoded = verified.decode(verified.encode(signature))
+    assert np.array_equal(decoded[0], signature[0])
+    assert decoded[1].encode() == signature[1].encode() and decoded[1].sequence is None
+    # a stored (decoded) filter still answers for a new document
+    assert coverage(signature[1], decoded[1])[0] == pytest.approx(1.0, abs=0.01)
+    data = verified.encode(signature)
+    for bad in (data[:3], data[:-1], b"\xff\xff\xff\x7f" + data[4:]):
+        with pytest.raises(ValueError):
+            verified.decode(bad)
+
+
+@pytest.mark.parametrize("backend", ["minhash", "simhash", "spotsigs"])
+def test_a_richer_page_is_kept_and_related_a_poorer_one_dropped(backend: str) -> None:
+    # Generated articles: running text with stopwords, which SpotSigs needs for its spots.
+    prose = [t for k, t in sorted(ARTICLES.items()) if k.startswith("syn-en")]
+    core = "\n\n".join(prose[6:9])
+    richer = core + "\n\n" + prose[9]  # a third more: still a candidate of all three
+    dedup = Deduplicator(backend)
+    assert not dedup.check("core", core).is_duplicate
+    verdict = dedup.check("richer", richer)
+    assert not verdict.is_duplicate and verdict.related_to == "core"
+    assert verdict.containment > 0.95
+    assert dedup.related["richer"].head == "core" and dedup.counts["related"] == 1
+    # The core again, lightly edited: all of it is kept (twice over), so it is dropped.
+    copy = dedup.check("copy", edit(core, 0.02))
+    assert copy.is_duplicate and copy.duplicate_of in ("core", "richer")
+    assert copy.containment >= 0.9
+    # Saved and loaded, the relation stays.
+    other = Deduplicator(backend)
+    other.load_bytes(dedup.to_bytes())
+    assert other.related == dedup.related and other.members == dedup.members
+
+
+def test_poorer_first_then_richer_was_a_loss_before_containment() -> None:
+    # The case of issue 12: first-seen-wins dropped the richer page. Jaccard of the two is
+    # above MinHash's threshold, so the old rule dropped it.
+    core = EN[9] + "\n\n" + EN[10]
+    richer = core + "\n\n" + EN[11][: len(core) // 3]
+    method = make_method("minhash")
+    a, b = (method.signature(Document(t)) for t in (core, richer))
+    assert method.similarity(b, a) is not None
+    dedup = Deduplicator("minhash")
+    dedup.check("core", core)
+    assert not dedup.check("richer", richer).is_duplicate
+
+
+def test_site_boilerplate_lines_do_not_count_after_8_pages() -> None:
+    nav = "Home | World | Business | Sport | Culture | Subscribe to our morning newsletter today"
+    footer = "\n".join(
+        f"Related: the {topic} story everyone is reading this week, with pictures and a map"
+        for topic in ("council budget", "harbour bridge", "tram extension", "school meals")
+    )
+    lines = SiteLines()
+    pages = [f"{nav}\n{EN[i]}\n{footer}" for i in range(12, 24)]
+    marked = [lines.observe("example.com", phrases(p)) for p in pages]
+    assert all(m.ignore is None for m in marked[:8])
+    assert all(m.ignore is not None for m in marked[8:])
+    ignored = marked[8].ignore
+    assert ignored.sum() == len(Document(nav + "\n" + footer).tokens)
+    # Another site has not seen them.
+    assert lines.observe("other.org", phrases(pages[9])).ignore is None
+    # A copy of an article in this template is judged by the article alone.
+    kept = phrases(EN[30])
+    copy = f"{nav}\n{EN[30]}\n{footer}"
+    assert coverage(phrases(copy), kept)[0] < 0.9
+    assert coverage(lines.observe("example.com", phrases(copy)), kept)[0] > 0.98
+
+
+def test_a_page_that_is_all_boilerplate_is_judged_on_all_its_words() -> None:
+    lines = SiteLines(repeats=1)
+    page = "\n".join(EN[40].split(". "))  # every line of it will have been seen
+    lines.observe("s", phrases(page))
+    again = lines.observe("s", phrases(page))
+    assert again.ignore is not None and again.ignore.all()
+    assert coverage(again, phrases(page))[0] == pytest.approx(1.0, abs=0.01)
+
+
+def test_site_lines_are_bounded() -> None:
+    lines = SiteLines(max_lines=10, max_sites=2)
+    many = "\n".join(f"line {i} of many words here" for i in range(50))
+    for site in ("a", "b", "c"):
+        lines.observe(site, phrases(many))
+    assert list(lines._sites) == ["b", "c"]
+    assert all(len(counts) == 10 for counts in lines._sites.values())
+
+
+def test_containment_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="coverage"):
+        Verified(make_method("minhash"), coverage=1.5)
+    with pytest.raises(ValueError, match="related"):
+        Verified(make_method("minhash"), related=0.0)
