@@ -203,6 +203,7 @@ def render_page(
         out.append("<p>Nothing was dropped.</p>")
     for m in drops:
         out.append(_drop(m, anchor[m.key], texts.get(m.head), texts.get(m.key)))
+    out.append(_related(summary["content"]))
     out.append(
         "<footer><p><mark>shared</mark> passage in both texts; <del>only in the kept text</del>"
         "; <ins>only in the dropped text</ins>. Containment: share of the dropped text's word "
@@ -210,6 +211,26 @@ def render_page(
         "nothing kept holds.</p></footer></body></html>"
     )
     return "\n".join(out) + "\n"
+
+
+def _related(content: dict[str, Any]) -> str:
+    """Kept pages that hold a kept one and more: never dropped for it, listed beside it."""
+    related = content.get("related") or []
+    if not related:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_link(r['item'])}</td><td>{_link(r['holds'])}</td>"
+        f"<td>{r['containment']:.3f}</td></tr>"
+        for r in related
+    )
+    count = content.get("related_count", len(related))
+    return (
+        f'<h2 id="related">Kept beside a page they hold ({count})</h2>'
+        "<p>Each of these holds nearly all of an earlier kept page and substantially more, so "
+        "it was kept, not dropped. Containment: share of the earlier page's word 3-shingles "
+        "in it.</p><table><tr><th>kept</th><th>holds</th><th>containment</th></tr>"
+        f"{rows}</table>"
+    )
 
 
 def _figures(summary: dict[str, Any], total: int, drops: int, with_text: int) -> str:

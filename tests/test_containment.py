@@ -181,3 +181,46 @@ def test_containment_settings_are_checked() -> None:
         Verified(make_method("minhash"), coverage=1.5)
     with pytest.raises(ValueError, match="related"):
         Verified(make_method("minhash"), related=0.0)
+
+
+def test_related_documents_survive_a_jobdir_and_are_reported(tmp_path) -> None:
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.report import render, summarize
+    from scrapy_neardup.report_html import page_for_dir
+    from scrapy_neardup.state import NearDupState
+
+    prose = [t for k, t in sorted(ARTICLES.items()) if k.startswith("syn-en")]
+    core = "\n\n".join(prose[20:23])
+    richer = core + "\n\n" + prose[23]
+
+    def state(jobdir):
+        settings = {"JOBDIR": str(jobdir), "NEARDUP_WORKERS": 0}
+        return NearDupState.from_crawler(get_crawler(settings_dict=settings))
+
+    first = state(tmp_path / "job")
+    first.dedup.check("https://example.com/core", core)
+    assert first.dedup.check("https://example.com/full", richer).related_to.endswith("/core")
+    first.close()
+    again = state(tmp_path / "job")  # from the snapshot
+    assert again.dedup.related["https://example.com/full"].head == "https://example.com/core"
+    assert again.dedup.counts["related"] == 1
+    again.close()
+
+    summary = summarize(tmp_path / "job" / "neardup")
+    assert summary["content"]["related_count"] == 1
+    assert summary["content"]["related"][0]["holds"] == "https://example.com/core"
+    assert summary["content"]["duplicates"] == 0
+    assert "holds https://example.com/core" in render(summary)
+    page, _ = page_for_dir(tmp_path / "job" / "neardup")
+    assert 'id="related"' in page and "https://example.com/full" in page
+
+
+def test_a_related_record_of_the_journal_reads_back_as_related() -> None:
+    from scrapy_neardup.storage.journal import MemberRecord, decode_content_record, encode_member
+
+    for related in (False, True):
+        record = MemberRecord("https://a/full", "https://a/core", "minhash", 0.97, related)
+        payload = encode_member(record)
+        assert payload[:1] == (b"R" if related else b"M")
+        assert decode_content_record(payload) == record
