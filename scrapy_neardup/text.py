@@ -164,6 +164,23 @@ def word_hashes(text: str) -> np.ndarray | None:
     return _run_hashes(words, lengths, starts)
 
 
+def token_starts(text: str) -> np.ndarray | None:
+    """Code-point offsets where the tokens of :func:`word_hashes` begin (the same tokens, in
+    the same order), or None where that function returns None."""
+    code_points = _code_points(text)
+    if len(code_points) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if code_points.max() >= 0x10000:
+        return None
+    classes = _char_classes()[code_points]
+    if not text.isascii() and (classes == _CJK_WORD).any():
+        return None
+    is_word = classes == _WORD
+    begins = is_word.copy()
+    begins[1:] &= ~is_word[:-1]
+    return np.flatnonzero(begins)
+
+
 _MIX1 = np.uint64(0xFF51AFD7ED558CCD)
 _MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 _ROLL = np.uint64(0x9E3779B97F4A7C15)

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from scrapy_neardup.text import Document, ShingleSpec, normalize, tokenize, word_hashes
+from scrapy_neardup.text import Document, ShingleSpec, normalize, token_starts
 
 COVERAGE = 0.9
 RELATED = 0.8
@@ -114,20 +114,33 @@ def _positions(hashes: np.ndarray, size: int, k: int) -> np.ndarray:
 
 def _lines(doc: Document) -> tuple[np.ndarray, np.ndarray] | None:
     """A hash and the word count of each non-empty line; None where the counts do not add up
-    to the document's words (then its boilerplate cannot be told apart)."""
-    hashes, words = [], []
-    for line in doc.text.splitlines():
-        normal = normalize(line)
-        if not normal:
-            continue
-        found = word_hashes(normal)
-        count = len(found) if found is not None else len(tokenize(normal))
-        if count:
-            hashes.append(xxhash.xxh3_64_intdigest(normal.encode("utf-8", "surrogatepass")))
-            words.append(count)
-    if sum(words) != doc.token_count:
+    to the document's words (then its boilerplate cannot be told apart).
+
+    The lines are normalised one by one and joined by newlines, which tokenise as the spaces
+    of ``doc.normalized`` do, so each token's line comes from its offset, without tokenising
+    again: numpy offsets for text without CJK, else a walk along ``doc.tokens`` (jieba's,
+    already made for the signature)."""
+    lines = [n for n in map(normalize, doc.text.splitlines()) if n]
+    if not lines:
         return None
-    return np.array(hashes, dtype=np.uint64), np.array(words, dtype=np.int64)
+    joined = "\n".join(lines)
+    breaks = np.cumsum([len(line) + 1 for line in lines])  # offset after each line's newline
+    starts = token_starts(joined)
+    if starts is None:
+        offsets, at = [], 0
+        for token in doc.tokens:
+            at = joined.find(token, at)
+            if at < 0:
+                return None
+            offsets.append(at)
+            at += len(token)
+        starts = np.array(offsets, dtype=np.int64)
+    if len(starts) != doc.token_count:
+        return None
+    words = np.bincount(np.searchsorted(breaks, starts, side="right"), minlength=len(lines))
+    keep = words > 0
+    hashes = [xxhash.xxh3_64_intdigest(line.encode("utf-8", "surrogatepass")) for line in lines]
+    return np.array(hashes, dtype=np.uint64)[keep], words[keep].astype(np.int64)
 
 
 def phrases_of(doc: Document) -> Phrases:
