@@ -40,7 +40,7 @@ from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 
 MAGIC = b"NDUP"
-VERSION = 2  # 2: containment sketches in signatures, related documents
+VERSION = 2  # 2: phrase filters in the method signatures, related documents
 DEFAULT_MIN_TOKENS = 50
 
 
@@ -57,7 +57,9 @@ class Index:
         self._probe_count = getattr(method, "probe_count", None)
         self._check = getattr(method, "check", None)
 
-    def _verifier(self, signature: Any, related: list[Match], found: dict[str, float]):
+    def _verifier(
+        self, signature: Any, related: list[Match], found: dict[str, float]
+    ) -> Callable[[str, Any], float | None]:
         """The store's verifier: the similarity of a copy, else None; related candidates are
         put in ``related`` and each copy's containment in ``found`` on the way."""
         if self._check is None:
@@ -125,8 +127,8 @@ class Verdict:
     method: str | None = None
     similarity: float = 0.0
     short: bool = False
-    #: Share of this document's phrases (word 3-shingles) found in ``duplicate_of``, or, for
-    #: a kept document, in this one of ``related_to``'s.
+    #: For a duplicate, the share of its words that lie in 3-shingles of ``duplicate_of``; for
+    #: a related document, the share of ``related_to``'s 3-shingles that it holds.
     containment: float = 0.0
     #: A kept document that this one holds, and substantially more (kept, recorded beside it).
     related_to: str | None = None

@@ -28,8 +28,8 @@ class Match:
     key: str
     similarity: float
     method: str
-    #: Share of the new document's phrases in the earlier one (of the earlier one's in the
-    #: new one, for a related document); 1.0 where it is not measured (exact copies).
+    #: Share of the new document's words in 3-shingles of the earlier one (of the earlier
+    #: one's 3-shingles in the new one, for a related document); 1.0 for exact copies.
     containment: float = 1.0
 
 

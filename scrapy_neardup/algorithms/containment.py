@@ -247,7 +247,7 @@ def coverage(new: Phrases, kept: Phrases) -> tuple[float, float] | None:
     share = (covered.mean() - chance) / (1.0 - chance)
     distinct = np.unique(new.sequence[hit])
     reverse = (len(distinct) - rate * new.count) / kept.count if kept.count else 0.0
-    return max(0.0, share), min(1.0, max(0.0, reverse))
+    return float(max(0.0, share)), float(min(1.0, max(0.0, reverse)))
 
 
 class Verified:
