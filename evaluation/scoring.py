@@ -161,7 +161,8 @@ class Scorer:
 
     def _without_boilerplate(self, sigs: list[Any]) -> list[Any]:
         """Each signature with its site's boilerplate lines marked, as a crawl would once it
-        has seen the site's pages (every page counted first: pairs are not in crawl order)."""
+        has kept the site's pages (every page counted first: pairs are not in crawl order, and
+        which copies a crawl keeps depends on it)."""
         lines = SiteLines()
         for i, sig in enumerate(sigs):
             lines.count(self._site(i), sig[1])
@@ -217,6 +218,7 @@ class Scorer:
             signed = Signed(self.exact[i], near, self.tokens[i])
             signed = dedup.without_boilerplate(self._site(i), signed)
             verdict = dedup.check_signed(str(i), signed)
+            dedup.learn_boilerplate(self._site(i), signed, verdict)
             if verdict.is_duplicate:
                 j = int(verdict.duplicate_of)
                 false_drops += self.article[j] != self.article[i] and not self.contained(i, j, True)

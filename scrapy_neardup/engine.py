@@ -228,15 +228,21 @@ class Deduplicator:
         return Signed(exact, self.near.method.signature(doc), count)
 
     def without_boilerplate(self, site: str, signed: Signed) -> Signed:
-        """``signed`` with the lines its site repeats on many pages left out of its covered
-        words (:class:`~scrapy_neardup.algorithms.containment.SiteLines`); call it once per
-        document, before :meth:`check_signed`: it counts the document's lines."""
+        """``signed`` with the lines its site repeats on many kept pages left out of its
+        covered words (:class:`~scrapy_neardup.algorithms.containment.SiteLines`), for
+        :meth:`check_signed`; then :meth:`learn_boilerplate` with the verdict."""
         if signed.near is None or self.near is None:
             return signed
-        phrases = self.site_lines.observe(site, signed.near[1])
+        phrases = self.site_lines.mark(site, signed.near[1])
         if phrases is signed.near[1]:
             return signed
         return Signed(signed.exact, (signed.near[0], phrases), signed.tokens)
+
+    def learn_boilerplate(self, site: str, signed: Signed, verdict: Verdict) -> None:
+        """Count the lines of a page its site kept. Only kept pages count: the copies of one
+        article must not make its own paragraphs look like the site's boilerplate."""
+        if signed.near is not None and self.near is not None and not verdict.is_duplicate:
+            self.site_lines.count(site, signed.near[1])
 
     def check(self, key: str, text: str | Document) -> Verdict:
         """Match ``text`` against everything kept so far; keep it (index it) if it is new."""

@@ -136,6 +136,13 @@ def test_poorer_first_then_richer_was_a_loss_before_containment() -> None:
     assert not dedup.check("richer", richer).is_duplicate
 
 
+def observe(lines: SiteLines, site: str, page: Phrases) -> Phrases:
+    """As a crawl that keeps the page: marked, then counted."""
+    marked = lines.mark(site, page)
+    lines.count(site, page)
+    return marked
+
+
 def test_site_boilerplate_lines_do_not_count_after_8_pages() -> None:
     nav = "Home | World | Business | Sport | Culture | Subscribe to our morning newsletter today"
     footer = "\n".join(
@@ -144,34 +151,47 @@ def test_site_boilerplate_lines_do_not_count_after_8_pages() -> None:
     )
     lines = SiteLines()
     pages = [f"{nav}\n{EN[i]}\n{footer}" for i in range(12, 24)]
-    marked = [lines.observe("example.com", phrases(p)) for p in pages]
+    marked = [observe(lines, "example.com", phrases(p)) for p in pages]
     assert all(m.ignore is None for m in marked[:8])
     assert all(m.ignore is not None for m in marked[8:])
     ignored = marked[8].ignore
     assert ignored.sum() == len(Document(nav + "\n" + footer).tokens)
     # Another site has not seen them.
-    assert lines.observe("other.org", phrases(pages[9])).ignore is None
+    assert observe(lines, "other.org", phrases(pages[9])).ignore is None
     # A copy of an article in this template is judged by the article alone.
     kept = phrases(EN[30])
     copy = f"{nav}\n{EN[30]}\n{footer}"
     assert coverage(phrases(copy), kept)[0] < 0.9
-    assert coverage(lines.observe("example.com", phrases(copy)), kept)[0] > 0.98
+    assert coverage(observe(lines, "example.com", phrases(copy)), kept)[0] > 0.98
 
 
 def test_a_page_that_is_all_boilerplate_is_judged_on_all_its_words() -> None:
     lines = SiteLines(repeats=1)
     page = "\n".join(EN[40].split(". "))  # every line of it will have been seen
-    lines.observe("s", phrases(page))
-    again = lines.observe("s", phrases(page))
+    observe(lines, "s", phrases(page))
+    again = observe(lines, "s", phrases(page))
     assert again.ignore is not None and again.ignore.all()
     assert coverage(again, phrases(page))[0] == pytest.approx(1.0, abs=0.01)
+
+
+def test_copies_dropped_do_not_make_an_article_boilerplate() -> None:
+    # Twelve copies of one article on one site: only the kept one counts its lines, so the
+    # article never becomes the site's boilerplate and every copy is still judged by it.
+    article = "\n".join(EN[41].split(". "))
+    dedup = Deduplicator("minhash")
+    for n in range(12):
+        signed = dedup.without_boilerplate("example.com", dedup.sign(edit(article, 0.01, n)))
+        assert signed.near[1].ignore is None
+        verdict = dedup.check_signed(f"https://example.com/{n}", signed)
+        dedup.learn_boilerplate("example.com", signed, verdict)
+        assert verdict.is_duplicate == (n > 0)
 
 
 def test_site_lines_are_bounded() -> None:
     lines = SiteLines(max_lines=10, max_sites=2)
     many = "\n".join(f"line {i} of many words here" for i in range(50))
     for site in ("a", "b", "c"):
-        lines.observe(site, phrases(many))
+        observe(lines, site, phrases(many))
     assert list(lines._sites) == ["b", "c"]
     assert all(len(counts) == 10 for counts in lines._sites.values())
 

@@ -163,7 +163,7 @@ class SiteLines:
     """Lines that repeat across the pages of one site: its boilerplate (navigation that the
     extraction kept, "previous / next", breadcrumbs, a related-links block).
 
-    A line seen on ``repeats`` (8) earlier pages of a site does not count in a later page's
+    A line seen on ``repeats`` (8) pages the site kept does not count in a later page's
     covered words: a copy placed in another site's template is judged by its own text, not by
     that template's links, which the kept copy cannot hold. It only ever leaves words out of
     the *new* page's count; a page with too few words left (:data:`MIN_OWN_WORDS`,
@@ -180,12 +180,6 @@ class SiteLines:
     def __init__(self, repeats: int = 8, max_lines: int = 4096, max_sites: int = 256) -> None:
         self.repeats, self.max_lines, self.max_sites = repeats, max_lines, max_sites
         self._sites: OrderedDict[str, dict[int, int]] = OrderedDict()
-
-    def observe(self, site: str, phrases: Phrases) -> Phrases:
-        """``phrases`` with its site's boilerplate words marked; then its lines are counted."""
-        marked = self.mark(site, phrases)
-        self.count(site, phrases)
-        return marked
 
     def mark(self, site: str, phrases: Phrases) -> Phrases:
         """``phrases`` with the words of lines seen on ``repeats`` pages of ``site`` marked."""

@@ -245,8 +245,10 @@ class NearDupState:
         """The content check of an item whose key (its URL) is ``key``: made unique when
         several items share one, then ``dedup.check_signed``. ``text``, what was signed, is
         kept under the key decided (``NEARDUP_KEEP_TEXT``) for ``neardup-stats --html``."""
-        signed = self.dedup.without_boilerplate(site_of(key), signed)
+        site = site_of(key)
+        signed = self.dedup.without_boilerplate(site, signed)
         verdict = self.dedup.check_signed(self.unique_key(key), signed)
+        self.dedup.learn_boilerplate(site, signed, verdict)
         if text:
             self.keep_text(verdict.key, self.text_to_keep(text))
         return verdict

@@ -609,9 +609,12 @@ class RedisState(NearDupState):
         if self._outage is not None:
             self._probe_soon()
         kept = self.text_to_keep(text) if text else None
-        signed = self.dedup.without_boilerplate(site_of(key), signed)
+        site = site_of(key)
+        signed = self.dedup.without_boilerplate(site, signed)
         future = self._submit(self._content_thread, self._content_job, key, signed, True, kept)
-        return await await_future(future)
+        verdict = await await_future(future)
+        self.dedup.learn_boilerplate(site, signed, verdict)  # here, in the reactor's thread
+        return verdict
 
     def _check_blocking(self, key: str, signed: Signed) -> Verdict:
         """``dedup.check_signed`` for callers off the reactor (scripts, tests): ``key`` as
