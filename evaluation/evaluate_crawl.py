@@ -28,6 +28,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -71,7 +72,9 @@ class PlainSpider(scrapy.Spider):
 
     def parse(self, response):
         if response.url == START:
-            yield from response.follow_all(css="a::attr(href)")
+            # The sites are names under .localhost, which nothing resolves: the loopback
+            # server answers for them as an HTTP proxy.
+            yield from response.follow_all(css="a::attr(href)", meta={"proxy": START})
             return
         yield {"url": response.url, "title": response.css("title::text").get()}
 
@@ -89,19 +92,27 @@ class PlainSpider(scrapy.Spider):
 """
 
 
-def corpus_pages(lang: str, seed: int) -> tuple[list[Doc], list[bytes], list[int]]:
-    """Every document of the corpus with its HTML, and each family's article id."""
+def corpus_pages(lang: str, seed: int) -> tuple[list[Doc], list[bytes], list[int], list[str]]:
+    """Every document of the corpus with its HTML, each family's article id, and each
+    document's host: the site whose template it is in, as a name under ``.localhost`` (so
+    the plugin tells the sites apart, as on the web, and learns each one's boilerplate)."""
     originals = load_originals(lang)
     fill_from_extraction(originals)
     templates, vocabulary = templates_of(originals), vocabulary_of(originals)
     docs = make_families(originals, seed, vocabulary, templates, do_extract=False)
     html = [d.extra.pop("html_bytes") for d in docs]
     article = same_articles(["\n".join(o.paragraphs) for o in originals])
-    return docs, html, article
+    site_ids = {site: n for n, site in enumerate(sorted({o.site for o in originals}))}
+    hosts = [
+        f"site{site_ids[originals[int(d.template) if d.template else d.family].site]}.localhost"
+        for d in docs
+    ]
+    return docs, html, article, hosts
 
 
 def page_at(index: bytes, pages: list[bytes]) -> Callable[[str], bytes | None]:
     def body_of(path: str) -> bytes | None:
+        path = urlsplit(path).path  # absolute when asked as a proxy
         if path == "/":
             return index
         if path.startswith("/d/") and path[3:].isdigit() and int(path[3:]) < len(pages):
@@ -116,13 +127,16 @@ def crawl(start: str) -> dict:
 
 
 def evaluate(lang: str, seed: int) -> dict:
-    docs, html, article = corpus_pages(lang, seed)
+    docs, html, article, hosts = corpus_pages(lang, seed)
     order = list(range(len(docs)))
     random.Random(seed).shuffle(order)
-    index = "".join(f'<a href="/d/{i}">{i}</a>\n' for i in order)
-    server = serve_pages(page_at(f"<html><body>{index}</body></html>".encode(), html))
+    served: dict[str, Callable[[str], bytes | None]] = {}
+    server = serve_pages(lambda path: served["at"](path))  # bound first: links need its port
+    port = server.server_address[1]
+    index = "".join(f'<a href="http://{hosts[i]}:{port}/d/{i}">{i}</a>\n' for i in order)
+    served["at"] = page_at(f"<html><body>{index}</body></html>".encode(), html)
     try:
-        result = crawl(f"http://127.0.0.1:{server.server_address[1]}/")
+        result = crawl(f"http://127.0.0.1:{port}/")
     finally:
         server.shutdown()
         server.server_close()

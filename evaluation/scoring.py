@@ -133,6 +133,7 @@ class Scorer:
         self.base_seconds = time.perf_counter() - start
         self._signatures: dict[tuple[Any, ...], tuple[list[Any], float]] = {}
         self._gt_cache: dict[int, set[tuple[str, ...]]] = {}
+        self._replays: dict[Config, tuple[list[int], tuple[int, int]]] = {}
 
     def _fresh(self, i: int) -> Document:
         """A document with the shared tokens but no shingles yet (so shingling is timed)."""
@@ -159,14 +160,17 @@ class Scorer:
     def _site(self, i: int) -> str:
         return self.corpus.site_of(self.docs[i])
 
-    def _without_boilerplate(self, sigs: list[Any]) -> list[Any]:
+    def _without_boilerplate(self, config: Config, sigs: list[Any]) -> list[Any]:
         """Each signature with its site's boilerplate lines marked, as a crawl would once it
-        has kept the site's pages (every page counted first: pairs are not in crawl order, and
-        which copies a crawl keeps depends on it)."""
+        has kept the site's pages: the lines of the pages that the pipeline replay of
+        :meth:`stream` keeps are counted first (pairs are not in crawl order)."""
         lines = SiteLines()
-        for i, sig in enumerate(sigs):
-            lines.count(self._site(i), sig[1])
-        return [(sig[0], lines.mark(self._site(i), sig[1])) for i, sig in enumerate(sigs)]
+        for i in self._replay(config)[0]:
+            lines.count(self._site(i), sigs[i][1])
+        return [
+            None if sig is None else (sig[0], lines.mark(self._site(i), sig[1]))
+            for i, sig in enumerate(sigs)
+        ]
 
     def matches(self, config: Config) -> tuple[dict[tuple[int, int], float], float, int]:
         """Matched pairs (i < j) with their similarity, seconds (sign + index), short docs."""
@@ -193,7 +197,7 @@ class Scorer:
             keys = {str(i): i for i in long_docs}
             for i in long_docs:
                 index.add(str(i), sigs[i])
-            marked = self._without_boilerplate(sigs)
+            marked = self._without_boilerplate(config, sigs)
             for i in long_docs:
                 for match in index.query(marked[i]):
                     j = keys[match.key]
@@ -205,6 +209,18 @@ class Scorer:
 
     def stream(self, config: Config) -> tuple[int, int]:
         """(false drops, extra copies kept) of a pipeline run in a seeded random order."""
+        return self._replay(config)[1]
+
+    def _replay(self, config: Config) -> tuple[list[int], tuple[int, int]]:
+        """The pipeline over every document in a seeded random order (first come, first
+        kept; containment decides): the documents kept as new (not related to a kept one),
+        with (false drops, extra kept)."""
+        found = self._replays.get(config)
+        if found is None:
+            found = self._replays[config] = self._run_replay(config)
+        return found
+
+    def _run_replay(self, config: Config) -> tuple[list[int], tuple[int, int]]:
         sigs, _ = self.signatures(config)
         order = [i for i in range(len(self.docs)) if self.present[i]]
         random.Random(f"{self.seed}:stream").shuffle(order)
@@ -213,6 +229,7 @@ class Scorer:
         )
         false_drops = 0
         kept: Counter[int] = Counter()
+        kept_docs: list[int] = []
         for i in order:
             near = sigs[i] if self.tokens[i] >= config.min_tokens else None
             signed = Signed(self.exact[i], near, self.tokens[i])
@@ -224,8 +241,10 @@ class Scorer:
                 false_drops += self.article[j] != self.article[i] and not self.contained(i, j, True)
             else:
                 kept[self.article[i]] += 1
+                if verdict.related_to is None:  # what learn_boilerplate counts
+                    kept_docs.append(i)
         extra = sum(n - 1 for n in kept.values())
-        return false_drops, extra
+        return kept_docs, (false_drops, extra)
 
     def score(self, config: Config, pairs: Any = None) -> Result:
         if pairs is None:

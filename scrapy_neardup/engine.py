@@ -239,9 +239,15 @@ class Deduplicator:
         return Signed(signed.exact, (signed.near[0], phrases), signed.tokens)
 
     def learn_boilerplate(self, site: str, signed: Signed, verdict: Verdict) -> None:
-        """Count the lines of a page its site kept. Only kept pages count: the copies of one
-        article must not make its own paragraphs look like the site's boilerplate."""
-        if signed.near is not None and self.near is not None and not verdict.is_duplicate:
+        """Count the lines of a page its site kept as new. Neither a copy (dropped) nor a
+        related page (kept, but holding a kept one) counts: an article's own paragraphs must
+        not become its site's boilerplate because the article came again."""
+        if (
+            signed.near is not None
+            and self.near is not None
+            and not verdict.is_duplicate
+            and verdict.related_to is None
+        ):
             self.site_lines.count(site, signed.near[1])
 
     def check(self, key: str, text: str | Document) -> Verdict:
