@@ -140,23 +140,32 @@ def _char_classes() -> np.ndarray:
     return _char_table
 
 
-def word_hashes(text: str) -> np.ndarray | None:
-    """``hash_tokens(tokenize(text))`` without building the token list, for text without CJK
-    characters (which need jieba) or characters beyond the BMP; None for those."""
+def _word_runs(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The code points of ``text``, where its word characters are and where each word
+    begins (the tokens of :func:`tokenize`); None for text with CJK characters (which need
+    jieba) or characters beyond the BMP."""
     code_points = _code_points(text)
-    if len(code_points) == 0:
-        return np.zeros(0, dtype=np.uint64)
-    if code_points.max() >= 0x10000:
+    if len(code_points) and code_points.max() >= 0x10000:
         return None
     classes = _char_classes()[code_points]
     if not text.isascii() and (classes == _CJK_WORD).any():
         return None
     is_word = classes == _WORD
+    begins = is_word.copy()
+    begins[1:] &= ~is_word[:-1]
+    return code_points, is_word, begins
+
+
+def word_hashes(text: str) -> np.ndarray | None:
+    """``hash_tokens(tokenize(text))`` without building the token list, for text without CJK
+    characters (which need jieba) or characters beyond the BMP; None for those."""
+    runs = _word_runs(text)
+    if runs is None:
+        return None
+    code_points, is_word, begins = runs
     words = code_points[is_word]
     if len(words) == 0:
         return np.zeros(0, dtype=np.uint64)
-    begins = is_word.copy()
-    begins[1:] &= ~is_word[:-1]
     starts = np.flatnonzero(begins[is_word])
     lengths = np.empty_like(starts)
     lengths[:-1] = starts[1:] - starts[:-1]
@@ -167,18 +176,8 @@ def word_hashes(text: str) -> np.ndarray | None:
 def token_starts(text: str) -> np.ndarray | None:
     """Code-point offsets where the tokens of :func:`word_hashes` begin (the same tokens, in
     the same order), or None where that function returns None."""
-    code_points = _code_points(text)
-    if len(code_points) == 0:
-        return np.zeros(0, dtype=np.int64)
-    if code_points.max() >= 0x10000:
-        return None
-    classes = _char_classes()[code_points]
-    if not text.isascii() and (classes == _CJK_WORD).any():
-        return None
-    is_word = classes == _WORD
-    begins = is_word.copy()
-    begins[1:] &= ~is_word[:-1]
-    return np.flatnonzero(begins)
+    runs = _word_runs(text)
+    return None if runs is None else np.flatnonzero(runs[2])
 
 
 _MIX1 = np.uint64(0xFF51AFD7ED558CCD)

@@ -244,3 +244,28 @@ def test_a_related_record_of_the_journal_reads_back_as_related() -> None:
         payload = encode_member(record)
         assert payload[:1] == (b"R" if related else b"M")
         assert decode_content_record(payload) == record
+
+
+def test_a_related_document_is_recorded_in_redis(tmp_path) -> None:
+    from redis_server import RedisServer, redis_state
+
+    from scrapy_neardup.report import render, summarize_redis
+
+    prose = [t for k, t in sorted(ARTICLES.items()) if k.startswith("syn-en")]
+    core = "\n\n".join(prose[24:27])
+    richer = core + "\n\n" + prose[27]
+    server = RedisServer(tmp_path).start()
+    try:
+        state, _ = redis_state(server, "rel")
+        sign = state.dedup.sign
+        assert not state.dedup.check_signed("https://a.org/core", sign(core)).is_duplicate
+        verdict = state.dedup.check_signed("https://a.org/full", sign(richer))
+        assert verdict.related_to == "https://a.org/core"
+        state.close()
+        summary = summarize_redis(server.url, "rel")
+        (related,) = summary["content"]["related"]
+        assert related["item"] == "https://a.org/full" and related["holds"].endswith("/core")
+        assert related["containment"] > 0.95
+        assert "holds https://a.org/core" in render(summary)
+    finally:
+        server.stop()

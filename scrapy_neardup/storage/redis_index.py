@@ -217,35 +217,22 @@ class RedisRecorder:
     def head(self, key: str, signed: Any) -> None:
         pass
 
+    def member(self, member: Any) -> None:
+        self._record(self.members, member, f"duplicates/{member.method}")
+
     def related(self, member: Any) -> None:
         """A kept document that holds, and adds to, the kept ``member.head``."""
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hset(
-            self.related_members,
-            member.key,
-            pack_member(member.head, member.method, member.similarity),
-        )
-        pipe.hincrby(self.counts, "related", 1)
-        pipe.execute()
-
-    def member(self, member: Any) -> None:
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hset(
-            self.members, member.key, pack_member(member.head, member.method, member.similarity)
-        )
-        pipe.hincrby(self.counts, f"duplicates/{member.method}", 1)
-        pipe.execute()
+        self._record(self.related_members, member, "related")
 
     def late(self, member: Any) -> None:
         """A duplicate found only after it was delivered (kept while Redis was unavailable);
         :meth:`member` recorded it already as a duplicate."""
+        self._record(self.late_members, member, "late_duplicates")
+
+    def _record(self, hash_key: str, member: Any, counter: str) -> None:
         pipe = self.client.pipeline(transaction=True)
-        pipe.hset(
-            self.late_members,
-            member.key,
-            pack_member(member.head, member.method, member.similarity),
-        )
-        pipe.hincrby(self.counts, "late_duplicates", 1)
+        pipe.hset(hash_key, member.key, pack_member(member.head, member.method, member.similarity))
+        pipe.hincrby(self.counts, counter, 1)
         pipe.execute()
 
 
