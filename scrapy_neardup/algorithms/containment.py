@@ -221,10 +221,11 @@ class Check:
     reverse: float  # share of the kept one's phrases in the new one
 
 
-def coverage(new: Phrases, kept: Phrases) -> tuple[float, float] | None:
+def coverage(new: Phrases, kept: Phrases, reverse_below: float = 1.0) -> tuple[float, float] | None:
     """(share of ``new``'s words that lie in a 3-shingle ``kept`` has, share of ``kept``'s
     distinct 3-shingles that ``new`` has), both corrected for the filter's false positives;
-    None when ``kept``'s filter is too full to say."""
+    None when ``kept``'s filter is too full to say. The second is only worked out when the
+    first is below ``reverse_below`` (else 0.0): a copy needs no related check."""
     rate = kept.false_positive_rate
     if new.sequence is None or len(new.sequence) == 0 or rate > MAX_FALSE_POSITIVES:
         return None
@@ -240,10 +241,12 @@ def coverage(new: Phrases, kept: Phrases) -> tuple[float, float] | None:
             covered = covered[own]
     # An uncovered word has up to 3 chances of a false positive.
     chance = 1.0 - (1.0 - rate) ** _PHRASE.size
-    share = (covered.mean() - chance) / (1.0 - chance)
+    share = max(0.0, (covered.mean() - chance) / (1.0 - chance))
+    if share >= reverse_below or not kept.count:
+        return float(share), 0.0
     distinct = np.unique(new.sequence[hit])
-    reverse = (len(distinct) - rate * new.count) / kept.count if kept.count else 0.0
-    return float(max(0.0, share)), float(min(1.0, max(0.0, reverse)))
+    reverse = (len(distinct) - rate * new.count) / kept.count
+    return float(share), float(min(1.0, max(0.0, reverse)))
 
 
 class Verified:
@@ -285,7 +288,7 @@ class Verified:
         similarity = self._estimate(new[0], kept[0])
         if similarity is None:
             return None
-        found = coverage(new[1], kept[1])
+        found = coverage(new[1], kept[1], reverse_below=self.coverage)
         if found is None:
             return None
         share, reverse = found
