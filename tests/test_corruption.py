@@ -87,15 +87,23 @@ def flip_middle(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def flip_synced(journal: Path) -> None:
+    """A byte flipped halfway into what the journal had synced: corruption, never a torn
+    tail (a flip past the synced length, with no valid record after it, would be one)."""
+    data = bytearray(journal.read_bytes())
+    data[recorded_length(journal) // 2] ^= 0x20
+    journal.write_bytes(bytes(data))
+
+
 def break_sqlite_header(path: Path) -> None:
     with path.open("r+b") as fh:
         fh.write(b"this is no database at all")
 
 
 CASES: dict[str, tuple[str, Callable[[Path], None], str]] = {
-    "frontier flipped": ("frontier.journal", flip_middle, "corrupt record at byte offset"),
-    "content flipped": ("content.journal", flip_middle, "corrupt record at byte offset"),
-    "urls flipped": ("urls.journal", flip_middle, "corrupt record at byte offset"),
+    "frontier flipped": ("frontier.journal", flip_synced, "corrupt record at byte offset"),
+    "content flipped": ("content.journal", flip_synced, "corrupt record at byte offset"),
+    "urls flipped": ("urls.journal", flip_synced, "corrupt record at byte offset"),
     "frontier emptied": (
         "frontier.journal",
         lambda path: path.write_bytes(b""),
