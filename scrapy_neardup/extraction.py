@@ -393,11 +393,19 @@ class Extractor:
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
-    def submit_extract(self, body: bytes, url: str | None, encoding: str | None) -> Future:
-        """A future of ``(Extracted, signatures or None)``."""
+    @property
+    def fast(self) -> bool:
+        return self._fast
+
+    def submit_extract(
+        self, body: bytes, url: str | None, encoding: str | None, fast: bool | None = None
+    ) -> Future:
+        """A future of ``(Extracted, signatures or None)``; ``fast`` overrides the
+        extractor's mode for this page (``False``: trafilatura's full cascade)."""
+        fast = self._fast if fast is None else fast
         if self._workers == 0:
-            return _done(_extract_inline(self._inline(), body, url, encoding, self._fast))
-        return self._submit(_extract_and_sign, body, url, encoding, self._fast)
+            return _done(_extract_inline(self._inline(), body, url, encoding, fast))
+        return self._submit(_extract_and_sign, body, url, encoding, fast)
 
     def submit_prepared(self) -> Future:
         """A future of what the method prepares (see :meth:`Signer.prepared`), computed in a

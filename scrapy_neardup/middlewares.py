@@ -331,6 +331,8 @@ class PageTextMiddleware:
         self.state.inc(f"neardup/extract/{extracted.how}")
         if not extracted.text:
             return None
+        if extractor.fast and extracted.how == "trafilatura":
+            return PageText(response.url, extracted, signed, body, response.encoding)
         return PageText(response.url, extracted, signed)
 
 

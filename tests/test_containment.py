@@ -269,3 +269,26 @@ def test_a_related_document_is_recorded_in_redis(tmp_path) -> None:
         assert "holds https://a.org/core" in render(summary)
     finally:
         server.stop()
+
+
+def test_would_drop_asks_without_recording_in_memory_and_in_redis(tmp_path) -> None:
+    """The pipeline's second reading asks first whether a page would be dropped."""
+    from redis_server import RedisServer, redis_state
+
+    server = RedisServer(tmp_path).start()
+    try:
+        state, _ = redis_state(server, "peek")
+        for dedup in (Deduplicator(), state.dedup):
+            kept, copy, other = dedup.sign(EN[0]), dedup.sign(edit(EN[0], 0.02)), dedup.sign(EN[1])
+            assert not dedup.would_drop(copy)
+            dedup.check_signed("https://a.org/1", kept)
+            assert dedup.would_drop(copy) and dedup.would_drop(kept)
+            assert not dedup.would_drop(other)
+            assert len(dedup) == 1 and not dedup.members
+            assert dedup.holds(kept, kept) and not dedup.holds(other, kept)
+        assert state._peek_job(copy) is True  # what RedisState.would_drop runs off the reactor
+        server.stop()
+        assert state._peek_job(copy) is False  # Redis gone: the check itself will decide
+        state.close()
+    finally:
+        server.stop()

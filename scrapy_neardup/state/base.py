@@ -48,11 +48,15 @@ STORAGE_ALIASES = {
 
 @dataclass
 class PageText:
-    """What the spider middleware found for an item: its page's URL, text and signatures."""
+    """What the spider middleware found for an item: its page's URL, text and signatures;
+    and, where the text came from trafilatura's fast mode, the body and its encoding, so
+    that the pipeline can read the page again in full before it drops it."""
 
     url: str
     extracted: Extracted
     signed: Signed | None
+    body: bytes | None = None
+    encoding: str | None = None
 
 
 class NearDupState:
@@ -252,6 +256,10 @@ class NearDupState:
         if text:
             self.keep_text(verdict.key, self.text_to_keep(text))
         return verdict
+
+    async def would_drop(self, key: str, signed: Signed) -> bool:
+        """Whether :meth:`check_item` would now call ``signed`` a copy (nothing recorded)."""
+        return self.dedup.would_drop(self.dedup.without_boilerplate(site_of(key), signed))
 
     def text_to_keep(self, text: str) -> str:
         """The part of ``text`` kept: what was signed (NEARDUP_MAX_TEXT_CHARS), cut to

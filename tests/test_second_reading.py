@@ -1,0 +1,93 @@
+"""A page read short by trafilatura's fast mode is read again in full before it is dropped.
+
+On DocBook sites (the Debian Handbook) the fast mode keeps a chapter's command listings and
+not its prose (``<div class="para">``); the listings are the same in every translation, so a
+chapter was dropped for its translation. These pages reproduce that shape.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from scrapy_neardup.extraction import extract_main_text
+from scrapy_neardup.pipeline import FastReadings
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import serve_pages  # noqa: E402
+from tests.test_crawl import crawl  # noqa: E402
+
+EN = (
+    "Certificates are an important building block of many network services built on "
+    "cryptographic protocols, when they need some sort of central authentication.",
+    "Among those protocols, the transport layer security protocol was designed to secure "
+    "connections to web servers, and it is now used by mail and chat servers too.",
+    "The administrator of a small company can get certificates for free from a public "
+    "authority, which checks that the requester controls the domain name.",
+)
+DE = (
+    "Zertifikate sind ein wichtiger Baustein vieler Netzwerkdienste, die auf kryptografischen "
+    "Protokollen aufbauen, wenn sie eine Art zentrale Authentifizierung benötigen.",
+    "Unter diesen Protokollen wurde das Transportschicht-Sicherheitsprotokoll entworfen, um "
+    "Verbindungen zu Webservern abzusichern, und heute nutzen es auch Mail- und Chatserver.",
+    "Der Administrator einer kleinen Firma kann kostenlos Zertifikate von einer öffentlichen "
+    "Stelle erhalten, die prüft, ob der Antragsteller den Domainnamen kontrolliert.",
+)
+LISTING = "\n".join(
+    f"# certbot renew --cert-name host{i}.example.org --deploy-hook 'systemctl reload "
+    "apache2' --quiet"
+    for i in range(30)
+)
+
+
+def chapter(title: str, paras: tuple[str, ...]) -> bytes:
+    prose = "".join(f'<div class="para">{p}</div>' for p in paras[:2])
+    last = f'<div class="para">{paras[2]}</div>'
+    return (
+        f'<html><head><title>{title}</title><meta property="og:type" content="article">'
+        f'</head><body><div class="section"><div class="titlepage"><h2 class="title">{title}'
+        f'</h2></div>{prose}<pre class="screen">{LISTING}</pre>{last}</div></body></html>'
+    ).encode()
+
+
+PAGES = {
+    "/": b'<html><body><a href="/en/x509.html">en</a> <a href="/de/x509.html">de</a></body></html>',
+    "/en/x509.html": chapter("10.2. X.509 certificates", EN),
+    "/de/x509.html": chapter("10.2. X.509-Zertifikate", DE),
+}
+
+
+def test_the_pages_reproduce_a_short_fast_reading() -> None:
+    fast = extract_main_text(PAGES["/de/x509.html"], fast=True).text
+    full = extract_main_text(PAGES["/de/x509.html"], fast=False).text
+    assert "Zertifikate sind" not in fast and "Zertifikate sind" in full
+
+
+def test_a_translation_read_short_is_read_in_full_and_kept(tmp_path) -> None:
+    server = serve_pages(PAGES.get)
+    try:
+        start = f"http://127.0.0.1:{server.server_address[1]}/"
+        result = crawl(start, tmp_path / "out.json", CONCURRENT_REQUESTS=1)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert sorted(item["url"].rsplit("/", 2)[1] for item in result["kept"]) == ["de", "en"]
+    assert result["dropped"] == []
+    stats = result["stats"]
+    assert stats["neardup/extract/reread"] == stats["neardup/extract/reread_richer"] == 1
+
+
+def test_fast_readings_are_trusted_per_site_until_one_reads_short() -> None:
+    readings = FastReadings(trust_after=3, sample_every=4, max_sites=2)
+    for _ in range(3):
+        assert readings.should_reread("a.example")
+        readings.record("a.example", richer=False)
+    asked = [readings.should_reread("a.example") for _ in range(8)]
+    assert asked.count(True) == 2  # one in four, once trusted
+    readings.record("a.example", richer=True)
+    assert all(readings.should_reread("a.example") for _ in range(50))
+    assert readings.should_reread("b.example") and readings.should_reread("c.example")
+    assert "a.example" not in readings._sites  # bounded: the least recently seen went first
