@@ -28,11 +28,13 @@ means N=100,000; ``run(n)`` does the same from Python and returns the figures.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -50,6 +52,7 @@ from scrapy.utils.test import get_crawler  # noqa: E402
 from corpus import load_article_urls  # noqa: E402
 from scrapy_neardup.dupefilter import NearDupDupeFilter  # noqa: E402
 from scrapy_neardup.exceptions import InvalidURL  # noqa: E402
+from scrapy_neardup.middlewares import FrontierMiddleware  # noqa: E402
 from scrapy_neardup.storage.fingerprints import FingerprintStore  # noqa: E402
 from scrapy_neardup.urls import ScalableBloomFilter, canonical_url, url_fingerprint  # noqa: E402
 
@@ -121,27 +124,41 @@ def build(scheme: str, host: str, path: str, params: list[str]) -> str:
     return f"{scheme}://{host}{path}{query}{hash_}{fragment}"
 
 
-def time_filters(
-    requests: list[Request], n: int, store_dir: str
-) -> tuple[dict, dict, dict, bytearray, list[str]]:
-    """Feed both filters the same requests, in blocks, taking turns at going first.
+def time_filters(requests: list[Request], n: int, store_dir: str) -> tuple[dict, bytearray, list]:
+    """Feed every filter the same requests, in blocks, taking turns at going first.
 
-    Shared machines speed up and slow down over minutes; alternating blocks lets both
-    filters see the same conditions, while each still sees the whole stream in order.
+    Shared machines speed up and slow down over minutes; alternating blocks lets every
+    filter see the same conditions, while each still sees the whole stream in order. Each
+    filter gets its own copies of the requests (both filters write into ``request.meta``, and
+    Scrapy's fingerprinter caches its answer per request object).
     """
-    dupefilter = RFPDupeFilter.from_crawler(get_crawler())
+    store = FingerprintStore(Path(store_dir, "urls.sqlite"))
     bloom = ScalableBloomFilter(capacity=n, error_rate=0.001)
     confirmed_bloom = ScalableBloomFilter(capacity=n, error_rate=0.001)
-    store = FingerprintStore(Path(store_dir, "urls.sqlite"))
-    confirmed = {"filtered": 0, "false_pos": 0}
     seen = bytearray()  # our answer per request: 0 new, 1 seen, 2 invalid URL
     canonical: list[str] = []  # kept for the check against the truth (an append is cheap)
+    filtered: dict[str, int] = {}
 
-    def default_block(block: list[Request]) -> None:
+    def rfp(jobdir: bool) -> Any:
+        settings = {"JOBDIR": tempfile.mkdtemp(dir=store_dir)} if jobdir else {}
+        return RFPDupeFilter.from_crawler(get_crawler(settings_dict=settings))
+
+    def ours(jobdir: bool, frontier: bool = True) -> NearDupDupeFilter:
+        settings: dict[str, Any] = {"NEARDUP_BLOOM_CAPACITY": n}
+        if jobdir:
+            settings["JOBDIR"] = tempfile.mkdtemp(dir=store_dir)
+        if frontier:  # as the add-on sets it: requests let through are journaled
+            settings["SPIDER_MIDDLEWARES"] = {FrontierMiddleware: 10}
+        dupefilter = NearDupDupeFilter.from_crawler(get_crawler(settings_dict=settings))
+        dupefilter.open()
+        return dupefilter
+
+    def canonical_block(block: list[Request]) -> None:
         for r in block:
-            dupefilter.request_seen(r)
+            with contextlib.suppress(InvalidURL):
+                canonical_url(r.url)
 
-    def ours_block(block: list[Request]) -> None:
+    def bloom_block(block: list[Request]) -> None:
         for r in block:
             try:
                 url = canonical_url(r.url)
@@ -153,7 +170,7 @@ def time_filters(
             canonical.append(url)
 
     def confirmed_block(block: list[Request]) -> None:
-        # As NearDupState.url_seen does it: the store is read only on a Bloom positive.
+        # As FileState.key_seen does it: the store is read only on a Bloom positive.
         for r in block:
             try:
                 fingerprint = url_fingerprint(canonical_url(r.url))
@@ -161,60 +178,73 @@ def time_filters(
                 continue
             if confirmed_bloom.add(fingerprint):
                 if fingerprint in store:
-                    confirmed["filtered"] += 1
+                    filtered["confirm"] = filtered.get("confirm", 0) + 1
                     continue
-                confirmed["false_pos"] += 1
+                filtered["false_pos"] = filtered.get("false_pos", 0) + 1
             store.add(fingerprint)
 
-    crawler = get_crawler(settings_dict={"NEARDUP_BLOOM_CAPACITY": n})
-    scheduler_filter = NearDupDupeFilter.from_crawler(crawler)
-    scheduler_filter.open()
-    scheduler_filtered = [0]
+    def dupefilter_block(name: str, dupefilter: Any) -> Callable[[list[Request]], None]:
+        def run(block: list[Request]) -> None:
+            count = 0
+            for r in block:
+                count += dupefilter.request_seen(r)
+            filtered[name] = filtered.get(name, 0) + count
 
-    def scheduler_block(block: list[Request]) -> None:
-        for r in block:
-            scheduler_filtered[0] += scheduler_filter.request_seen(r)
+        return run
 
-    blocks = (default_block, ours_block, confirmed_block, scheduler_block)
+    filters = {
+        "rfp": rfp(False),
+        "rfp_jobdir": rfp(True),
+        "ours": ours(False),
+        "ours_jobdir_no_frontier": ours(True, frontier=False),
+        "ours_jobdir": ours(True),
+    }
+    blocks: dict[str, Callable[[list[Request]], None]] = {
+        "canonical": canonical_block,
+        "bloom": bloom_block,
+        "confirm": confirmed_block,
+    }
+    for name, dupefilter in filters.items():
+        blocks[name] = dupefilter_block(name, dupefilter)
     seconds = dict.fromkeys(blocks, 0.0)
+    order = list(blocks)
     for i, lo in enumerate(range(0, len(requests), 20_000)):
-        block = requests[lo : lo + 20_000]
-        for func in blocks[:: 1 if i % 2 else -1]:
+        for name in order[:: 1 if i % 2 else -1]:
+            block = requests[lo : lo + 20_000]
+            if name in filters:  # fresh copies, made before the clock starts
+                block = [r.copy() for r in block]
             start = time.perf_counter()
-            func(block)
-            seconds[func] += time.perf_counter() - start
-    fps = dupefilter._fingerprints  # the set itself (the public property is deprecated)
-    default = {
-        "seconds": seconds[default_block],
-        "filtered": len(requests) - len(fps),
-        "stored": len(fps),
-        "bytes": sys.getsizeof(fps) + sum(sys.getsizeof(fp) for fp in fps),
+            blocks[name](block)
+            seconds[name] += time.perf_counter() - start
+    fps = filters["rfp"]._fingerprints  # the set itself (the public property is deprecated)
+    rows = {
+        name: {"seconds": secs, "filtered": filtered.get(name, 0)} for name, secs in seconds.items()
     }
-    ours = {
-        "seconds": seconds[ours_block],
-        "filtered": seen.count(1),
-        "stored": len(bloom),
-        "bytes": bloom.size_in_bytes,
-        "stages": bloom.stages,
-        "expected_fp_rate": bloom.expected_false_positive_rate,
-    }
+    rows["rfp"].update(
+        filtered=len(requests) - len(fps),
+        stored=len(fps),
+        bytes=sys.getsizeof(fps) + sum(sys.getsizeof(fp) for fp in fps),
+    )
+    rows["bloom"].update(
+        filtered=seen.count(1),
+        stored=len(bloom),
+        bytes=bloom.size_in_bytes,
+        stages=bloom.stages,
+        expected_fp_rate=bloom.expected_false_positive_rate,
+    )
+    rows["confirm"].update(
+        stored=len(confirmed_bloom),
+        bytes=confirmed_bloom.size_in_bytes,
+        disk_bytes=sum(f.stat().st_size for f in Path(store_dir).glob("urls.sqlite*")),
+        confirmed_fp=filtered.get("false_pos", 0),
+    )
+    for name in ("ours", "ours_jobdir_no_frontier", "ours_jobdir"):
+        state = filters[name].state
+        rows[name].update(stored=len(state.urls), bytes=state.urls.size_in_bytes)
+    for dupefilter in filters.values():
+        dupefilter.close("finished")
     store.close()
-    through_dupefilter = {
-        "seconds": seconds[scheduler_block],
-        "filtered": scheduler_filtered[0],
-        "stored": len(scheduler_filter.state.urls),
-        "bytes": scheduler_filter.state.urls.size_in_bytes,
-    }
-    scheduler_filter.close("finished")
-    with_store = {
-        "seconds": seconds[confirmed_block],
-        "filtered": confirmed["filtered"],
-        "stored": len(confirmed_bloom),
-        "bytes": confirmed_bloom.size_in_bytes,
-        "disk_bytes": sum(f.stat().st_size for f in Path(store_dir).iterdir()),
-        "confirmed_fp": confirmed["false_pos"],
-    }
-    return default, ours, with_store, through_dupefilter, seen, canonical
+    return rows, seen, canonical
 
 
 def truth(canonical: list[str], seen: bytearray) -> dict[str, Any]:
@@ -248,8 +278,20 @@ def canonical_speed(urls: list[str], rounds: int = 2) -> dict[str, float]:
     return {name: len(urls) / seconds for name, seconds in best.items()}
 
 
+LABELS = {
+    "rfp": "scrapy RFPDupeFilter",
+    "rfp_jobdir": "scrapy RFPDupeFilter, JOBDIR",
+    "canonical": "  canonical_url alone",
+    "bloom": "  + xxh3 + Bloom (0.001)",
+    "confirm": "  + confirm store (SQLite)",
+    "ours": "NearDupDupeFilter (scheduler API)",
+    "ours_jobdir_no_frontier": "  + JOBDIR journals, no frontier",
+    "ours_jobdir": "NearDupDupeFilter, JOBDIR (add-on)",
+}
+
+
 def run(n: int = 1_000_000) -> dict[str, Any]:
-    """Build the requests, time both filters on them, print the table and return the figures."""
+    """Build the requests, time every filter on them, print the table and return the figures."""
     begin = time.perf_counter()
     urls, n_variants, source = make_urls(n)
     requests = [Request(u) for u in urls]
@@ -264,59 +306,57 @@ def run(n: int = 1_000_000) -> dict[str, Any]:
         flush=True,
     )
     with tempfile.TemporaryDirectory() as store_dir:
-        default, ours, with_store, scheduler, seen, canonical = time_filters(requests, n, store_dir)
+        rows, seen, canonical = time_filters(requests, n, store_dir)
     check = truth(canonical, seen)
     del canonical
     speed = canonical_speed([r.url for r in requests[:100_000]])
-    for r in (default, ours, with_store, scheduler):
+    for r in rows.values():
         r["per_s"] = len(requests) / r["seconds"]
-        r["bytes_per_url"] = r["bytes"] / max(r["stored"], 1)
+        r["us"] = r["seconds"] / len(requests) * 1e6
+        if "bytes" in r:
+            r["bytes_per_url"] = r["bytes"] / max(r["stored"], 1)
     fp_rate = check["false_pos"] / max(check["distinct"], 1)
-    print(f"{'filter':<34}{'requests/s':>11}{'bytes/URL':>11}{'filtered':>10}{'false pos':>11}")
+    print(f"{'filter':<36}{'requests/s':>11}{'us/req':>8}{'bytes/URL':>11}{'filtered':>10}")
+    for name, label in LABELS.items():
+        r = rows[name]
+        per_url = f"{r['bytes_per_url']:.2f}" if "bytes_per_url" in r else ""
+        filtered = f"{r['filtered']:,}" if name != "canonical" else ""
+        print(f"{label:<36}{r['per_s']:>11,.0f}{r['us']:>8.1f}{per_url:>11}{filtered:>10}")
+    ratio = rows["ours"]["per_s"] / rows["rfp"]["per_s"]
+    ratio_jobdir = rows["ours_jobdir"]["per_s"] / rows["rfp_jobdir"]["per_s"]
+    memory = rows["ours"]["bytes_per_url"] / rows["rfp"]["bytes_per_url"]
+    for label, value in (("without JOBDIR", ratio), ("with JOBDIR", ratio_jobdir)):
+        met = "met" if value >= 3 else "NOT met"
+        print(f"NearDupDupeFilter / RFPDupeFilter {label}: {value:.2f}x (target >= 3: {met})")
+    us = {name: r["us"] for name, r in rows.items()}
+    confirm = rows["confirm"]
+    bloom = rows["bloom"]
     print(
-        f"{'scrapy RFPDupeFilter':<34}{default['per_s']:>11,.0f}"
-        f"{default['bytes_per_url']:>11.1f}{default['filtered']:>10,}{'0 (exact)':>11}"
+        f"Memory: {rows['ours']['bytes_per_url']:.2f} bytes/URL against"
+        f" {rows['rfp']['bytes_per_url']:.1f} ({memory:.3f}x; target <= 2 B/URL)."
+        " Where the time goes (us/request): canonical form"
+        f" {us['canonical']:.1f}, Bloom {us['bloom'] - us['canonical']:.1f},"
+        f" confirm store {us['confirm'] - us['bloom']:.1f}, the rest of"
+        f" request_seen {us['ours'] - us['confirm']:.1f}, JOBDIR journals"
+        f" {us['ours_jobdir_no_frontier'] - us['ours']:.1f}, frontier journal"
+        f" {us['ours_jobdir'] - us['ours_jobdir_no_frontier']:.1f}."
     )
     print(
-        f"{'canonical_url+xxh3+Bloom (0.001)':<34}{ours['per_s']:>11,.0f}"
-        f"{ours['bytes_per_url']:>11.2f}{ours['filtered']:>10,}{check['false_pos']:>11,}"
-    )
-    print(
-        f"{'  + confirm store (default)':<34}{with_store['per_s']:>11,.0f}"
-        f"{with_store['bytes_per_url']:>11.2f}{with_store['filtered']:>10,}{0:>11,}"
-    )
-    print(
-        f"{'NearDupDupeFilter.request_seen':<34}{scheduler['per_s']:>11,.0f}"
-        f"{scheduler['bytes_per_url']:>11.2f}{scheduler['filtered']:>10,}{0:>11,}"
-    )
-    print(
-        f"{'ours / default':<34}{ours['per_s'] / default['per_s']:>11.2f}"
-        f"{ours['bytes_per_url'] / default['bytes_per_url']:>11.3f}"
-    )
-    print(
-        f"{'ours + confirm store / default':<34}{with_store['per_s'] / default['per_s']:>11.2f}"
-        f"{with_store['bytes_per_url'] / default['bytes_per_url']:>11.3f}"
-    )
-    print(
-        f"{'NearDupDupeFilter / default':<34}{scheduler['per_s'] / default['per_s']:>11.2f}"
-        f"{scheduler['bytes_per_url'] / default['bytes_per_url']:>11.3f}"
-    )
-    print(
-        f"Confirm store: {with_store['confirmed_fp']:,} Bloom positives found new and fetched"
-        f" (no false drop); {with_store['disk_bytes'] / max(with_store['stored'], 1):.1f} bytes"
-        " per URL on disk, SQLite's page cache (2 MB) in memory."
+        f"Confirm store: {confirm['confirmed_fp']:,} Bloom positives found new and fetched"
+        f" (no false drop); {confirm['disk_bytes'] / max(confirm['stored'], 1):.1f}"
+        " bytes per URL on disk, SQLite's page cache (2 MB) in memory."
     )
     print(
         f"Truth: {check['distinct']:,} distinct canonical URLs, so"
         f" {len(requests) - check['distinct']:,} requests to filter. Ours:"
         f" {check['false_pos']:,} false positives ({fp_rate:.4%} of new URLs; estimate for a"
-        f" new URL at the end {ours['expected_fp_rate']:.4%}), {check['false_neg']} false"
-        f" negatives, {ours['stages']} Bloom stage(s), {ours['bytes'] / 1e6:.2f} MB against"
-        f" {default['bytes'] / 1e6:.1f} MB."
+        f" new URL at the end {bloom['expected_fp_rate']:.4%}), {check['false_neg']} false"
+        f" negatives, {bloom['stages']} Bloom stage(s), {bloom['bytes'] / 1e6:.2f} MB"
+        f" against {rows['rfp']['bytes'] / 1e6:.1f} MB."
     )
     print(
         f"canonical_url alone: {speed['canonical_url']:,.0f}/s, w3lib canonicalize_url alone:"
-        f" {speed['w3lib']:,.0f}/s (time ratio {speed['w3lib'] / speed['canonical_url']:.2f},"
+        f" {speed['w3lib']:,.0f}/s ({speed['canonical_url'] / speed['w3lib']:.2f}x,"
         f" first {min(len(requests), 100_000):,} URLs, best of 2);"
         f" bench_urlfilter: {time.perf_counter() - begin:.0f} s",
         flush=True,
@@ -325,10 +365,9 @@ def run(n: int = 1_000_000) -> dict[str, Any]:
     return {
         "n": n,
         "requests": len(requests),
-        "default": default,
-        "ours": ours,
-        "with_store": with_store,
-        "dupefilter": scheduler,
+        **rows,
+        "ratio": ratio,
+        "ratio_jobdir": ratio_jobdir,
         "truth": check,
         "canonical_speed": speed,
         "false_positive_rate": fp_rate,

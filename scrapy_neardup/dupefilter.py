@@ -82,9 +82,10 @@ class NearDupDupeFilter(RFPDupeFilter):
         self.state.clear_urls()
 
     def request_seen(self, request: Request) -> bool:
-        if request.meta.get("neardup_skip"):
+        meta = request.meta
+        if meta.get("neardup_skip"):
             return False
-        if request.meta.get(RECOVERED_META) == request.url:
+        if meta.get(RECOVERED_META) == request.url:
             return False  # queued again after a crash: recorded already, crawled once more
         state = self.state
         state.open()  # scrapy-redis's scheduler never calls open()
@@ -93,7 +94,7 @@ class NearDupDupeFilter(RFPDupeFilter):
         except InvalidURL:
             state.inc("neardup/urls/invalid")
             return False
-        request.meta[CHECKED_META] = request.url
+        meta[CHECKED_META] = request.url
         frontier = state.frontier
         if frontier is None:
             return state.key_seen(key)

@@ -20,10 +20,13 @@ def fp(i: int) -> bytes:
 def test_add_and_contains(tmp_path) -> None:
     store = FingerprintStore(tmp_path / "urls.sqlite")
     assert fp(1) not in store
-    assert store.add(fp(1)) is False
-    assert store.add(fp(1)) is True
+    store.add(fp(1))
+    assert fp(1) in store  # waiting to be inserted
+    store.add(fp(1))
     assert fp(1) in store and fp(2) not in store
     assert len(store) == 1
+    store.commit()
+    assert fp(1) in store and len(store) == 1
     store.count("false_positives")
     store.count("false_positives", 2)
     assert store.counter("false_positives") == 3

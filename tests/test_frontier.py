@@ -4,6 +4,7 @@ the items are in the feed files, and JSON that runs no code when it is read back
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 import sys
@@ -145,8 +146,21 @@ def test_a_request_reaches_the_file_before_anything_that_depends_on_it(tmp_path)
     state = NearDupState.from_crawler(crawler)
     req, fp = request(1)
     assert not state.key_seen(fp, lambda key: state.frontier.schedule(req, key))
-    assert kinds(state.frontier.journal.path) == [b"Q"]  # in the file at once, not fsynced
-    assert read_records(state._url_journal.path)[0] == []  # the URL is still buffered
+    assert kinds(state.frontier.journal.path) == []  # both buffered: the Q need not go yet
+    assert read_records(state._url_journal.path)[0] == []
+    state._url_journal.write_out()  # as when its buffer fills up
+    assert kinds(state.frontier.journal.path) == [b"Q"]  # went first
+    assert read_records(state._url_journal.path)[0] == [fp]
+    req2, fp2 = request(2)
+    assert not state.key_seen(fp2, lambda key: state.frontier.schedule(req2, key))
+    state.dedup.recorder.head("https://example.com/2", state.dedup.sign("two words"))
+    state._content_journal.write_out()
+    assert kinds(state.frontier.journal.path) == [b"Q", b"Q"]
+    for i in range(3, 3000):  # a full buffer writes out on its own, the Qs first
+        req_i, fp_i = request(i)
+        state.key_seen(fp_i, lambda key, r=req_i: state.frontier.schedule(r, key))
+    urls = read_records(state._url_journal.path)[0]
+    assert len(urls) > 2 and len(kinds(state.frontier.journal.path)) >= len(urls)
     state.close()
 
 
@@ -250,7 +264,7 @@ def test_the_periodic_sync_writes_done_requests_of_an_idle_crawl(tmp_path) -> No
     crawler.get_extension(FeedExporter).item_scraped({"url": req.url}, crawler.spider)
     state.frontier.done(req)
     clock.advance(0.9)
-    assert kinds(journal_path) == [b"Q"] and feed.read_bytes() == b""  # nothing synced yet
+    assert kinds(journal_path) == [] and feed.read_bytes() == b""  # nothing written yet
     clock.advance(0.1)
     assert kinds(journal_path) == [b"Q", b"D"]
     assert json.loads(feed.read_bytes()) == {"url": req.url}
@@ -305,6 +319,50 @@ def test_requests_round_trip_through_json() -> None:
     assert copy.callback == spider.parse_page and copy.errback == spider.failed
     assert type(copy.meta["item"]) is Article and copy.meta["item"]["tags"] == ("x", "y")
     assert copy.meta["tag-like"] == {"__bytes__": "not a tag", "other": 1}
+
+
+class Aliased(Pages):
+    name = "aliased"
+    parse = Pages.parse_page  # one function, two names: Scrapy's search picks "parse"
+
+
+def test_our_request_dicts_are_scrapys() -> None:
+    """frontier._to_dict skips Scrapy's search of the spider's members where it can: it must
+    give what ``Request.to_dict`` gives, for every kind of request and callback."""
+    from scrapy.http import JsonRequest
+
+    spider, aliased = Pages(), Aliased()
+    cases = [
+        (Request("https://example.com/a"), spider),
+        (Request("https://example.com/a", callback=spider.parse_page), spider),
+        (Request("https://example.com/a", errback=spider.failed), spider),
+        (FormRequest("https://example.com/f", formdata={"q": "x"}, callback=spider.failed), spider),
+        (JsonRequest("https://example.com/j", data={"a": 1}, meta={"m": 1}), None),
+        (Request("https://example.com/a", callback=aliased.parse), aliased),
+        (Request("https://example.com/a", callback=aliased.parse_page), aliased),
+    ]
+    for request, owner in cases:
+        ours, scrapys = frontier_module._to_dict(request, owner), request.to_dict(spider=owner)
+        if owner is aliased:  # another name of the same method: the same callback read back
+            for field in ("callback", "errback"):
+                if ours[field] != scrapys[field]:
+                    assert getattr(owner, ours[field]) == getattr(owner, scrapys[field])
+                    ours[field] = scrapys[field]
+        assert ours == scrapys
+    with pytest.raises(ValueError):  # not a method of this spider: Scrapy's error
+        frontier_module._to_dict(Request("https://a.org/", callback=lambda r: None), spider)
+
+
+def test_values_orjson_cannot_write_exactly_round_trip_too() -> None:
+    """orjson writes NaN as null and refuses ints beyond 64 bits: those requests go through
+    the standard library, and come back as they were."""
+    original = Request(
+        "https://example.com/",
+        meta={"nan": float("nan"), "inf": [float("-inf")], "big": 10**30, "half": 0.5},
+    )
+    meta = request_from_json(request_to_json(original)).meta
+    assert math.isnan(meta["nan"]) and meta["inf"] == [float("-inf")]
+    assert meta["big"] == 10**30 and meta["half"] == 0.5
 
 
 def test_a_request_json_cannot_hold_is_counted_not_journaled(tmp_path) -> None:

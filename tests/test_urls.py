@@ -15,6 +15,9 @@ from scrapy_neardup.exceptions import InvalidURL, NearDupError, StateError
 from scrapy_neardup.urls import (
     DEFAULT_STRIP_PARAMS,
     ScalableBloomFilter,
+    _plain_canonical,
+    _rules_for,
+    _w3lib_canonical,
     canonical_url,
     url_fingerprint,
 )
@@ -184,6 +187,46 @@ _URLS = st.builds(
 @given(_URLS)
 def test_canonical_url_on_url_like_text(url: str) -> None:
     _check_canonical(url)
+
+
+_PLAIN_CHARS = st.sampled_from([*"aZ09-._~!$'()*,=:@/&", "..", "/.", "%41", "+", ";", "é"])
+_PLAIN_URLS = st.builds(
+    "{}://{}{}{}{}{}".format,
+    st.sampled_from(["http", "https", "HTTP"]),
+    st.sampled_from(["example.com", "EXAMPLE.co.uk", "a-b.c", "-a.com", "1.2.3.4", "x", "a..b"]),
+    st.sampled_from(["", ":80", ":443", ":8080", ":65535", ":65536", ":99999", ":01"]),
+    st.lists(_PLAIN_CHARS, max_size=12).map(lambda p: "/" + "".join(p)) | st.just(""),
+    st.lists(
+        st.tuples(st.sampled_from(["id", "B", "utm_source", "Sid", "a", ""]), _PIECE).map("=".join)
+        | st.sampled_from(["", "a", "a=1=2", "b=2"]),
+        max_size=5,
+    ).map(lambda pairs: "?" + "&".join(pairs) if pairs else ""),
+    st.sampled_from(["", "#", "#x/y?z", "#a b", "#é"]),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_PLAIN_URLS, st.booleans())
+def test_the_plain_url_path_gives_what_w3lib_gives(url: str, strip_slash: bool) -> None:
+    """canonical_url's own path for plain URLs must match its w3lib path to the character:
+    the canonical form is part of the saved state (every URL fingerprint)."""
+    rules = _rules_for(DEFAULT_STRIP_PARAMS)
+    plain = _plain_canonical(url, rules, strip_slash)
+    if plain is None:
+        return
+    assert plain == _w3lib_canonical(url, rules, DEFAULT_STRIP_PARAMS, strip_slash)
+
+
+def test_the_plain_url_path_takes_common_urls() -> None:
+    rules = _rules_for(DEFAULT_STRIP_PARAMS)
+    for url, expected in [
+        ("https://Example.com:443/a/b/?utm_source=x&b=2&a#top", "https://example.com/a/b?a=&b=2"),
+        ("http://example.com", "http://example.com/"),
+        ("http://example.com:8080/x", "http://example.com:8080/x"),
+    ]:
+        assert _plain_canonical(url, rules, True) == expected
+    for url in ("http://example.com/a/../b", "http://example.com/%41", "http://example.com/é"):
+        assert _plain_canonical(url, rules, True) is None
 
 
 def test_url_fingerprint_is_stable() -> None:

@@ -39,7 +39,6 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 from xxhash import xxh3_64_intdigest
@@ -52,6 +51,8 @@ _HEADER = struct.Struct("<II")
 #: Bytes a record takes beyond its payload (its length and checksum).
 FRAME_OVERHEAD = _HEADER.size
 MAX_RECORD = 64 * 1024 * 1024
+#: Bytes a journal holds before it hands them to the OS (at the latest at its next sync).
+WRITE_BUFFER = 64 * 1024
 #: Seconds between two rewrites of a journal's recorded length.
 LENGTH_INTERVAL = 1.0
 LENGTH_SUFFIX = ".length"
@@ -143,7 +144,7 @@ class Journal:
         #: Where the length the journal had at a sync is recorded (see the module docstring).
         self.length_path = self.path.with_name(self.path.name + LENGTH_SUFFIX)
         self.flush_interval = flush_interval
-        self._file: BinaryIO | None = None
+        self._file: _AppendFile | None = None
         self._last_sync = time.monotonic()
         self._dirty = False
         self._synced = 0  # the file's length at the last fsync
@@ -154,6 +155,9 @@ class Journal:
         #: Called before this journal's records are made durable: a journal whose records
         #: must never outlive another's (see :mod:`scrapy_neardup.frontier`) syncs that first.
         self.before_sync: Callable[[], None] | None = None
+        #: Called before any of this journal's records reach the OS (where a SIGKILL cannot
+        #: take them back): such a journal hands the other's records to the OS first.
+        self.before_write: Callable[[], None] | None = None
 
     def open(self) -> Iterator[bytes]:
         """Replay the intact records (cutting off a torn tail), then open for appending.
@@ -195,7 +199,7 @@ class Journal:
                 with self.path.open("r+b") as fh:
                     fh.truncate(good)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("ab")
+            self._file = _AppendFile(self.path, self)
         except OSError as exc:
             message = f"cannot be written: {exc.strerror or exc}"
             raise StateError(message, path=str(self.path)) from None
@@ -269,6 +273,11 @@ class Journal:
             self.sync()
         return offset
 
+    def write_out(self) -> None:
+        """Hand the records in the buffer to the OS (not fsynced)."""
+        if self._file is not None:
+            self._file.flush()
+
     def tell(self) -> int:
         """The journal's length, records still in the buffer included."""
         return self._file.tell() if self._file is not None else 0
@@ -314,7 +323,7 @@ class Journal:
         if self._file is not None:
             self._file.close()
         write_snapshot(self.path, *frames)
-        self._file = self.path.open("ab")
+        self._file = _AppendFile(self.path, self)
         self._dirty = False
         self._synced = offset
         return spans
@@ -336,6 +345,51 @@ class Journal:
                 self._record_length(self._synced)
             self._file.close()
             self._file = None
+
+
+class _AppendFile:
+    """A file opened for appending, with its own buffer, so that the journal knows when its
+    records reach the OS: ``journal.before_write`` runs first (a BufferedWriter spills when
+    it fills up, unannounced). ``tell`` is counted, not asked of the OS."""
+
+    def __init__(self, path: Path, journal: Journal) -> None:
+        self.raw = path.open("ab", buffering=0)
+        self.journal = journal
+        self.position = self.raw.seek(0, os.SEEK_END)
+        self.buffer = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.buffer += data
+        self.position += len(data)
+        if len(self.buffer) >= WRITE_BUFFER:
+            self.flush()
+
+    def tell(self) -> int:
+        return self.position
+
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        if self.journal.before_write is not None:
+            self.journal.before_write()
+        data, self.buffer = bytes(self.buffer), bytearray()
+        written = 0
+        while written < len(data):  # a regular file takes it all at once; a signal may not
+            written += self.raw.write(data[written:]) or 0
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+    def truncate(self, size: int) -> None:
+        self.flush()
+        self.raw.truncate(size)
+        self.position = size
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            self.raw.close()
 
 
 def _frame(payload: bytes) -> bytes:
