@@ -167,7 +167,6 @@ class FingerprintStore:
             self._execute("commit")
             self._in_transaction = False
         self._last_commit = time.monotonic()
-        self._pending: set[bytes] = set()
 
     def close(self) -> None:
         self.commit()
