@@ -155,7 +155,7 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
             }
             for name in ("members", "related")
         )
-        heads = client.hlen(f"{redis_client.key_base(prefix)}:exact:ids")
+        heads = client.hlen(f"{redis_client.part_base(prefix, 'exact')}:ids")
         late = [
             {"item": key, "original": head, "method": method, "similarity": round(sim, 4)}
             for key, head, method, sim in redis_index.members(client, prefix, "late")

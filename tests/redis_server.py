@@ -6,6 +6,7 @@ when it is missing, so a missing binary is a failure here, never a skip.
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
@@ -21,11 +22,27 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def free_cluster_port() -> int:
+    """A free port whose cluster bus port (10,000 above) is free too, so at most 55535."""
+    for _ in range(200):
+        port = random.randint(20000, 55000)
+        try:
+            for candidate in (port, port + 10000):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", candidate))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free port pair for a Redis cluster node")
+
+
 class RedisServer:
     """One ``redis-server`` process; ``stop()`` and ``start()`` again keep its port and data
     (with ``appendonly``, what was written before a restart is there after it)."""
 
-    def __init__(self, directory: Path, *, appendonly: bool = False) -> None:
+    def __init__(
+        self, directory: Path, *, appendonly: bool = False, extra: tuple[str, ...] = ()
+    ) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError(
@@ -36,7 +53,8 @@ class RedisServer:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.appendonly = appendonly
-        self.port = free_port()
+        self.extra = extra
+        self.port = free_cluster_port() if "--cluster-enabled" in extra else free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -56,6 +74,7 @@ class RedisServer:
             "--protected-mode", "no",
             "--loglevel", "warning",
             "--logfile", str(self.directory / "redis.log"),
+            *self.extra,
         ]  # fmt: skip
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
@@ -88,6 +107,68 @@ class RedisServer:
         self.proc = None
 
     def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class RedisClusterServers:
+    """A real Redis Cluster: three ``redis-server --cluster-enabled yes`` masters on free
+    loopback ports, joined by ``redis-cli --cluster create``. ``url`` names one node and asks
+    for a cluster client (scrapy_neardup.storage.redis_client.connect)."""
+
+    def __init__(self, directory: Path, nodes: int = 3) -> None:
+        self.servers = [
+            RedisServer(
+                Path(directory) / f"node{i}",
+                extra=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
+            )
+            for i in range(nodes)
+        ]
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.servers[0].port}/0?cluster=true"
+
+    def start(self) -> RedisClusterServers:
+        for server in self.servers:
+            server.start()
+        cli = shutil.which("redis-cli")
+        if cli is None:
+            raise RuntimeError("redis-cli not found (Debian: apt-get install redis-tools)")
+        nodes = [f"127.0.0.1:{server.port}" for server in self.servers]
+        run = subprocess.run(
+            [cli, "--cluster", "create", *nodes, "--cluster-replicas", "0", "--cluster-yes"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if run.returncode != 0:
+            self.stop()
+            raise RuntimeError(f"redis-cli --cluster create failed: {run.stdout}{run.stderr}")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # every node agrees that every slot is served
+            states = [
+                subprocess.run(
+                    [cli, "-p", str(server.port), "cluster", "info"],
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                ).stdout
+                for server in self.servers
+            ]
+            if all("cluster_state:ok" in state for state in states):
+                return self
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("the Redis cluster did not reach cluster_state:ok within 30 s")
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+    def __enter__(self) -> RedisClusterServers:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

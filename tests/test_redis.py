@@ -95,16 +95,16 @@ def test_signatures_are_the_methods_bytes_not_pickles(client) -> None:
     dedup = redis_dedup(client, "p", "minhash")
     text = " ".join(f"word{i}" for i in range(100))
     dedup.check("doc-a", text)
-    (raw,) = client.hvals("p:neardup:minhash:docs")
+    (raw,) = client.hvals("{p:minhash}:neardup:minhash:docs")
     signature = dedup.near.method.signature(Document(text))
     assert raw == redis_index._pack_doc("doc-a", dedup.near.method.encode(signature))
     assert not raw.startswith(b"\x80")  # no pickle protocol header
     assert {k.decode() for k in client.keys("*")} >= {
-        "p:neardup:minhash:docs",
-        "p:neardup:minhash:ids",
-        "p:neardup:exact:docs",
+        "{p:minhash}:neardup:minhash:docs",  # an index's keys share a hash tag (Redis Cluster)
+        "{p:minhash}:neardup:minhash:ids",
+        "{p:exact}:neardup:exact:docs",
     }
-    assert all(k.startswith(b"p:neardup:") for k in client.keys("*"))
+    assert all(redis_client.owned(k.decode(), "p") for k in client.keys("*"))
 
 
 def _variants(n_bases: int, n_copies: int, seed: int) -> list[list[str]]:
@@ -229,7 +229,7 @@ def test_bloom_in_redis_grows_by_stages_over_several_keys(client) -> None:
         bloom.add(fp)
     assert all(bloom.add_many(urls))
     assert bloom.stages == 3 and len(bloom) >= 2995  # 500 + 1000 + 2000
-    bitmaps = [k for k in client.keys("u:neardup:urls:*")]
+    bitmaps = [k for k in client.keys("{u:urls}:neardup:urls:*")]
     assert len(bitmaps) > 4 and all(client.strlen(k) <= 4096 // 8 for k in bitmaps)
     unseen = [url_fingerprint(f"https://example.com/other/{i}") for i in range(5000)]
     false_positives = sum(fp in bloom for fp in unseen)
@@ -269,7 +269,7 @@ def test_bloom_test_and_set_is_atomic_across_writers(client, server) -> None:
         t.join(60)
     assert max(new_counts.values()) == 1, "a URL was new to two writers"
     assert len(new_counts) >= 1998  # every URL recorded once (but for a false positive)
-    assert int(client.hget("a:neardup:urls", "count")) == len(new_counts)
+    assert int(client.hget("{a:urls}:neardup:urls", "count")) == len(new_counts)
 
 
 def test_redisbloom_module_path(client) -> None:
@@ -315,16 +315,38 @@ def test_other_method_parameters_are_refused(client, server) -> None:
 
 
 def test_reset_deletes_one_crawl_and_only_it(client) -> None:
-    for prefix in ("a*", "ab", "a"):
+    for prefix in ("a*", "ab", "a", "a:b", "a:urls"):
         redis_dedup(client, prefix, "simhash").check("k", " ".join(f"x{i}" for i in range(40)))
-        client.hset(f"{prefix}:neardup:meta", "format", "1")
+        client.hset(f"{{{prefix}}}:neardup:meta", "format", "2")
     client.set("a:other", "1")
+    client.set("a:neardup:urls", "a key of format 1")
     before = client.dbsize()
     deleted = redis_client.delete_prefix(client, "a*")
     assert deleted > 5 and client.dbsize() == before - deleted
-    assert not client.keys("a\\*:neardup:*")
-    assert client.keys("ab:neardup:*") and client.keys("a:neardup:*") and client.get("a:other")
-    assert redis_client.find_prefixes(client) == ["a", "ab"]
+    assert not [k for k in client.keys("*") if k.startswith(b"{a*")]
+    deleted = redis_client.delete_prefix(client, "a")
+    left = {k.decode() for k in client.keys("*")}
+    assert "a:other" in left and "a:neardup:urls" not in left  # format 1 keys go too
+    others = ("ab", "a:b", "a:urls")  # prefixes that start with "a": not its keys
+    for prefix in others:
+        assert any(redis_client.owned(k, prefix) for k in left)
+    assert all(any(redis_client.owned(k, p) for p in others) for k in left if k[0] == "{")
+    assert redis_client.find_prefixes(client) == ["a:b", "a:urls", "ab"]
+
+
+def test_keys_of_format_1_stop_a_crawl_with_what_to_do(client) -> None:
+    client.hset("old:neardup:meta", "format", "1")
+    with pytest.raises(StateError, match=r"format 1.*--reset"):
+        redis_client.check_meta(client, "old", "urls", {})
+
+
+def test_a_cluster_is_asked_for_in_the_url() -> None:
+    url, cluster = redis_client.cluster_url("redis://h:7000/0?cluster=true&ssl_cert_reqs=none")
+    assert cluster and url == "redis://h:7000/0?ssl_cert_reqs=none"
+    assert redis_client.cluster_url("redis://h:6379/1") == ("redis://h:6379/1", False)
+    assert redis_client.cluster_url("redis://h/?cluster=no")[1] is False
+    with pytest.raises(StateError, match="cluster must be true or false"):
+        redis_client.cluster_url("redis://h/?cluster=maybe")
 
 
 TEXT_A = " ".join(f"alpha{i}" for i in range(60))
@@ -458,13 +480,13 @@ def test_two_crawlers_share_one_redis(client, server, site, site_url, tmp_path) 
         timeout=60,
     )
     assert reset.returncode == 0 and "deleted" in reset.stdout, reset.stderr
-    assert not client.keys("two:neardup:*")
+    assert not client.keys("*two*")
 
 
 def _wait_for_urls(client, prefix: str, at_least: int, proc: subprocess.Popen) -> int:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        count = int(client.hget(f"{prefix}:neardup:urls", "count") or 0)
+        count = int(client.hget(f"{{{prefix}:urls}}:neardup:urls", "count") or 0)
         if count >= at_least:
             return count
         time.sleep(0.02)
@@ -488,7 +510,7 @@ def test_crawl_survives_a_redis_restart(client, server, site, site_url, tmp_path
     assert "is back" in result["stderr"]
     assert "Traceback" not in result["stderr"]
     after = redis_client.connect(server.url)
-    assert int(after.hget("rs:neardup:urls", "count")) >= before  # nothing recorded was lost
+    assert int(after.hget("{rs:urls}:neardup:urls", "count")) >= before  # nothing recorded was lost
     after.close()
 
 

@@ -125,9 +125,9 @@ def test_items_let_through_are_reconciled_across_crawlers(client, server, caplog
     # One cluster around x: the late copy and the copy of it A dropped during the outage.
     members = {k: head for k, head, _, _ in redis_index.members(client, "rc")}
     assert members["x-copy"] == "x" and members["x-copy-2"] == "x"
-    kept = {k.decode() for k in client.hkeys("rc:neardup:exact:ids")}
+    kept = {k.decode() for k in client.hkeys("{rc:exact}:neardup:exact:ids")}
     assert kept == {"x", ({"y-a", "y-b"} - {ys}).pop(), "z", "w"}
-    assert int(client.hget("rc:neardup:counts", "late_duplicates")) == 2
+    assert int(client.hget("{rc}:neardup:counts", "late_duplicates")) == 2
     report = render(summarize_redis(server.url, "rc"))
     assert "Items delivered during a Redis outage that turn out to be duplicates: 2" in report
     assert "x-copy\n      duplicate of x (minhash" in report
@@ -163,7 +163,7 @@ def test_calls_queued_behind_a_hung_redis_fail_at_once(client, server) -> None:
     assert stats.values["neardup/redis/errors"] == 1
     assert stats.values["neardup/items/unchecked"] == 5
     state.close()  # a last probe: Redis answers again, the five are written
-    assert client.hlen("hung:neardup:exact:ids") == 6
+    assert client.hlen("{hung:exact}:neardup:exact:ids") == 6
 
 
 # -- real crawls -----------------------------------------------------------------------------
@@ -206,10 +206,10 @@ def crawl_through_outage(
     its first documents (items are flowing). Returns the crawl's result and its stall record."""
     out = tmp_path / f"{prefix}.json"
     settings = {**CRAWL, "NEARDUP_REDIS_URL": server.url, "NEARDUP_KEY_PREFIX": prefix}
-    kept_before = client.hlen(f"{prefix}:neardup:exact:ids")
+    kept_before = client.hlen(f"{{{prefix}:exact}}:neardup:exact:ids")
     proc = crawl_runner.launch(site_url, out, settings, runner=RUNNER)
     deadline = time.monotonic() + 60
-    while client.hlen(f"{prefix}:neardup:exact:ids") < kept_before + 3:
+    while client.hlen(f"{{{prefix}:exact}}:neardup:exact:ids") < kept_before + 3:
         assert proc.poll() is None and time.monotonic() < deadline, "the crawl kept nothing"
         time.sleep(0.02)
     outage()

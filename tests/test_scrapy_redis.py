@@ -193,8 +193,8 @@ def test_two_crawlers_share_scrapy_redis_queue_and_our_filter(
     assert client.zcard("sr2:requests") == 0
     # One URL filter: each request key was new to one process only.
     recorded = sum(r["stats"]["neardup/urls/recorded"] for r in results)
-    assert int(client.hget("sr2:neardup:urls", "count")) == recorded >= len(fetched)
-    assert client.keys("sr2:neardup:exact:*")
+    assert int(client.hget("{sr2:urls}:neardup:urls", "count")) == recorded >= len(fetched)
+    assert client.keys("{sr2:exact}:neardup:exact:*")
 
 
 def rel_canonical(site) -> list:
@@ -218,9 +218,9 @@ def test_no_persist_clears_our_url_filter_and_keeps_the_index(
     assert_clean(result)
     assert result["kept"]
     assert result["stats"]["neardup/urls/recorded"] > 0  # there was a URL filter to clear
-    assert not client.keys("np:neardup:urls*")
-    assert client.hget("np:neardup:meta", "urls") is None  # its parameters went with it
-    assert client.keys("np:neardup:exact:*")
+    assert not client.keys("{np:urls}:neardup:urls*")
+    assert client.hget("{np}:neardup:meta", "urls") is None  # its parameters went with it
+    assert client.keys("{np:exact}:neardup:exact:*")
     assert not client.exists("np:requests")
 
 
@@ -250,9 +250,9 @@ def test_from_spider_shares_the_crawlers_state_and_from_settings_needs_none(clie
         assert not standalone.request_seen(Request("http://example.com/a?utm_source=x"))
         assert df.request_seen(Request("http://example.com/a"))  # one filter, in Redis
         assert not df.request_seen(Request("http://example.com/b"))
-        assert client.keys("unit:neardup:urls*")
+        assert client.keys("{unit:urls}:neardup:urls*")
         df.clear()
-        assert not client.keys("unit:neardup:urls*")
+        assert not client.keys("{unit:urls}:neardup:urls*")
         assert not standalone.request_seen(Request("http://example.com/b"))
         assert df.request_seen(Request("http://example.com/b/"))
     finally:

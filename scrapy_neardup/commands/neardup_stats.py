@@ -56,7 +56,7 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--reset",
             action="store_true",
-            help="delete the crawl's keys ({prefix}:neardup:*) from Redis, and only those",
+            help="delete the crawl's keys ({prefix}...:neardup:*) from Redis, and only those",
         )
         parser.add_argument(
             "--html",
@@ -118,7 +118,7 @@ class Command(ScrapyCommand):
         try:
             if opts.reset:
                 deleted = reset_redis(url, prefix)
-                print(f"neardup-stats: deleted {deleted} keys under {prefix}:neardup: in {url}")
+                print(f"neardup-stats: deleted {deleted} keys of crawl {prefix!r} in {url}")
                 return
             if opts.html:
                 self._write_html(opts, "redis", url, prefix)

@@ -120,6 +120,10 @@ class RedisState(NearDupState):
             raise ConfigError(
                 "NEARDUP_KEY_PREFIX", prefix, "a key prefix (there is no spider name to use)"
             )
+        if "{" in prefix or "}" in prefix:
+            raise ConfigError(
+                "NEARDUP_KEY_PREFIX", prefix, "a prefix without { or } (they make hash tags)"
+            )
         self._client_mod, self._urls_mod, self._index_mod = redis_client, redis_urls, redis_index
         self.errors = redis_client.REDIS_ERRORS
         self.urls = ScalableBloomFilter(config.bloom_capacity, config.bloom_error_rate)
@@ -244,7 +248,7 @@ class RedisState(NearDupState):
             self._redis_failed(exc)
             return
         logger.info(
-            "scrapy-neardup: state in Redis %s under %s:neardup:* : %d URLs, %d documents kept",
+            "scrapy-neardup: state in Redis %s under {%s}: %d URLs, %d documents kept",
             self._where(),
             self.key_prefix,
             urls,

@@ -1,25 +1,36 @@
 """Redis storage: the client, the key layout and what every Redis module here shares.
 
 Needs ``pip install scrapy-neardup[redis]``; :mod:`redis` is imported only when this module is.
-Everything of one crawl lives under ``{prefix}:neardup:`` (the prefix is ``NEARDUP_KEY_PREFIX``
-or the spider's name, never random, so a crawl's keys are never orphaned)::
+Everything of one crawl lives under ``{prefix}`` (the prefix is ``NEARDUP_KEY_PREFIX`` or the
+spider's name, never random, so a crawl's keys are never orphaned). Each part that a script or
+a transaction reads and writes as one (the URL filter, each index) has its own hash tag, so
+that on Redis Cluster it lives in one slot, and a crawl's parts spread over the nodes::
 
-    {p}:neardup:meta                 HASH  format, "content" and "urls": JSON of the parameters
-    {p}:neardup:urls                 HASH  Bloom filter: stages, count, count:<stage>
-    {p}:neardup:urls:<stage>:<n>     STRING bitmap n of a stage (at most CHUNK_BITS bits each)
-    {p}:neardup:urls:bf              RedisBloom filter (used instead when the module is loaded)
-    {p}:neardup:<index>:seq          STRING last document id given out (INCR)
-    {p}:neardup:<index>:ids          HASH  document key -> id
-    {p}:neardup:<index>:docs         HASH  id -> u32 len | key UTF-8 | signature (method.encode)
-    {p}:neardup:<index>:b:<bucket>   STRING the ids in a bucket, u32 little-endian each, appended
-    {p}:neardup:members              HASH  duplicate key -> u32 len | head | u32 len | method | f64
-    {p}:neardup:late                 HASH  the same, for duplicates found only once Redis was
-                                           back from an outage (both copies were delivered)
-    {p}:neardup:counts               HASH  counters (duplicates/<method>, late_duplicates)
-    {p}:neardup:texts                HASH  document key -> kept text (NEARDUP_KEEP_TEXT)
+    {p}:neardup:meta                   HASH  format, "content" and "urls": JSON of the parameters
+    {p:urls}:neardup:urls              HASH  Bloom filter: stages, count, count:<stage>
+    {p:urls}:neardup:urls:<stage>:<n>  STRING bitmap n of a stage (at most CHUNK_BITS bits)
+    {p:urls}:neardup:urls:bf           RedisBloom filter (used instead when the module is loaded)
+    {p:<index>}:neardup:<index>:seq    STRING last document id given out (INCR)
+    {p:<index>}:neardup:<index>:ids    HASH  document key -> id
+    {p:<index>}:neardup:<index>:docs   HASH  id -> u32 len | key UTF-8 | signature (method.encode)
+    {p:<index>}:neardup:<index>:b:<bucket>  STRING the ids in a bucket, u32 little-endian each
+    {p}:neardup:members                HASH  duplicate key -> u32 len | head | u32 len | method |
+                                             f64
+    {p}:neardup:late                   HASH  the same, for duplicates found only once Redis was
+                                             back from an outage (both copies were delivered)
+    {p}:neardup:related                HASH  the same, for kept pages that hold a kept one
+    {p}:neardup:counts                 HASH  counters (duplicates/<method>, late_duplicates)
+    {p}:neardup:texts                  HASH  document key -> kept text (NEARDUP_KEEP_TEXT)
 
 ``<index>`` is ``exact`` or the method's name. Signatures are the methods' own little-endian
-``encode`` output: no pickle anywhere.
+``encode`` output: no pickle anywhere. Format 1 (before hash tags) had the same keys under
+``p:neardup:``; a crawl finds them and stops with the command that deletes them.
+
+Why not smaller shards: a document's buckets must be read and written by one script (the
+atomic query-and-add that never lets two crawlers both keep a pair, see
+:mod:`scrapy_neardup.storage.redis_index`), and Redis runs a script on one slot; so one index
+is one slot, and one node holds it all. Many crawls, or a crawl's URL filter and its indexes,
+spread over the cluster.
 
 The content indexes are in :mod:`scrapy_neardup.storage.redis_index`, the URL filters in
 :mod:`scrapy_neardup.storage.redis_urls`.
@@ -29,6 +40,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from scrapy_neardup.exceptions import StateError, StorageError
 
@@ -41,7 +53,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "NEARDUP_STORAGE='redis' needs the redis package: pip install 'scrapy-neardup[redis]'"
     ) from exc
 
-FORMAT = "1"
+FORMAT = "2"  # 2: hash tags (Redis Cluster); 1: the same keys under "{prefix}:neardup:"
 
 #: What "Redis is unavailable" looks like (a bug in a script is a ResponseError, not this).
 REDIS_ERRORS: tuple[type[BaseException], ...] = (
@@ -51,52 +63,112 @@ REDIS_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-def connect(url: str, timeout: float = 5.0, retries: int = 2) -> redis.Redis:
-    """A client for ``url`` with timeouts and redis-py's retry with jittered backoff.
+def connect(url: str, timeout: float = 5.0, retries: int = 2) -> Any:
+    """A client for ``url`` with timeouts and redis-py's retry with jittered backoff; a
+    :class:`redis.cluster.RedisCluster` when the URL says ``?cluster=true`` (the URL of any
+    of its nodes: ``redis://10.0.0.1:7000/?cluster=true``).
 
     ``retries=0`` for calls that must not run twice (see :class:`RedisBloomFilter`), and
     where a failed call is better reported at once: the crawl state's clients have none.
     """
+    url, cluster = cluster_url(url)
+    options: dict[str, Any] = {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": min(timeout, 2.0),
+        "retry": Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), retries),
+    }
+    if cluster:
+        from redis.cluster import RedisCluster
+
+        return RedisCluster.from_url(url, **options)
     return redis.Redis.from_url(
         url,
-        socket_timeout=timeout,
-        socket_connect_timeout=min(timeout, 2.0),
-        retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), retries),
+        **options,
         retry_on_error=[redis.exceptions.ConnectionError, redis.exceptions.TimeoutError],
         health_check_interval=30,
     )
 
 
+def cluster_url(url: str) -> tuple[str, bool]:
+    """``url`` without its ``cluster`` query parameter, and whether it asked for a cluster."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    flags = [value for name, value in query if name == "cluster"]
+    if not flags:
+        return url, False
+    if flags[-1].lower() not in ("true", "1", "yes", "false", "0", "no"):
+        raise StateError(f"Redis URL {url!r}: cluster must be true or false, not {flags[-1]!r}")
+    rest = urlencode([(name, value) for name, value in query if name != "cluster"])
+    return urlunsplit(parts._replace(query=rest)), flags[-1].lower() in ("true", "1", "yes")
+
+
 def key_base(prefix: str) -> str:
+    """Of the crawl's records (meta, members, counts, texts): hash tag ``{prefix}``."""
+    return f"{{{prefix}}}:neardup"
+
+
+def part_base(prefix: str, part: str) -> str:
+    """Of a part read and written as one (``urls``, an index): its own hash tag."""
+    return f"{{{prefix}:{part}}}:neardup:{part}"
+
+
+def legacy_base(prefix: str) -> str:
+    """Where format 1 kept everything."""
     return f"{prefix}:neardup"
 
 
-def scan_pattern(prefix: str) -> str:
-    """SCAN pattern of one crawl's keys, with glob characters of the prefix escaped."""
-    escaped = "".join("\\" + c if c in "*?[]\\" else c for c in prefix)
-    return f"{escaped}:neardup:*"
+def _glob(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
-def delete_prefix(client: redis.Redis, prefix: str) -> int:
-    """Delete the keys of one crawl (SCAN on its pattern, UNLINK in batches); returns how many."""
+def scan_patterns(prefix: str) -> list[str]:
+    """SCAN patterns of one crawl's keys (the prefix's glob characters escaped); a key they
+    match is the crawl's when :func:`owned` says so."""
+    p = _glob(prefix)
+    return [f"{{{p}}}:neardup:*", f"{{{p}:*}}:neardup:*", f"{p}:neardup:*"]
+
+
+def owned(key: str, prefix: str) -> bool:
+    """Whether a key a pattern of :func:`scan_patterns` found is this crawl's, not that of a
+    crawl whose prefix starts with this one and a colon."""
+    if key.startswith(f"{{{prefix}}}:neardup:") or key.startswith(f"{prefix}:neardup:"):
+        return True
+    if not key.startswith(f"{{{prefix}:"):
+        return False
+    part, sep, rest = key[len(prefix) + 2 :].partition("}:neardup:")
+    return bool(sep) and ":" not in part and (rest == part or rest.startswith(part + ":"))
+
+
+def delete_prefix(client: Any, prefix: str) -> int:
+    """Delete the keys of one crawl (format 1 ones too: SCAN, UNLINK in batches); returns
+    how many."""
     deleted = 0
     batch: list[bytes] = []
-    for key in client.scan_iter(match=scan_pattern(prefix), count=1000):
-        batch.append(key)
-        if len(batch) >= 500:
-            deleted += client.unlink(*batch)
-            batch.clear()
+    for pattern in scan_patterns(prefix):
+        for key in client.scan_iter(match=pattern, count=1000):
+            if owned(key.decode("utf-8", "surrogateescape"), prefix):
+                batch.append(key)
+            if len(batch) >= 500:
+                deleted += _unlink(client, batch)
+                batch.clear()
     if batch:
-        deleted += client.unlink(*batch)
+        deleted += _unlink(client, batch)
     return deleted
 
 
-def find_prefixes(client: redis.Redis) -> list[str]:
+def _unlink(client: Any, keys: list[bytes]) -> int:
+    # One key per call on a cluster: keys of several slots cannot go in one command.
+    if hasattr(client, "get_nodes"):
+        return sum(client.unlink(key) for key in keys)
+    return client.unlink(*keys)
+
+
+def find_prefixes(client: Any) -> list[str]:
     """Prefixes of every crawl in this Redis database (by their meta keys)."""
-    out = {
-        key.decode("utf-8", "replace").rsplit(":neardup:meta", 1)[0]
-        for key in client.scan_iter(match="*:neardup:meta", count=1000)
-    }
+    out = set()
+    for key in client.scan_iter(match="*:neardup:meta", count=1000):
+        name = key.decode("utf-8", "replace")[: -len(":neardup:meta")]
+        out.add(name[1:-1] if name.startswith("{") and name.endswith("}") else name)
     return sorted(out)
 
 
@@ -107,13 +179,19 @@ def check_meta(client: redis.Redis, prefix: str, field: str, expected: dict[str,
     difference is a :class:`StateError`, as with the file state.
     """
     meta = f"{key_base(prefix)}:meta"
+    if client.exists(f"{legacy_base(prefix)}:meta"):
+        raise StateError(
+            f"Redis keys {prefix}:neardup:* are in format 1 (before hash tags), this release "
+            f"uses {FORMAT}: delete them with `scrapy neardup-stats --redis-url URL "
+            f"--key-prefix {prefix} --reset`, or use another NEARDUP_KEY_PREFIX"
+        )
     wanted = json.loads(json.dumps(expected, sort_keys=True))
     client.hsetnx(meta, "format", FORMAT)
     client.hsetnx(meta, field, json.dumps(wanted, sort_keys=True))
     found_format, found = client.hmget(meta, ["format", field])
     if found_format is not None and found_format.decode() != FORMAT:
         raise StateError(
-            f"Redis keys {prefix}:neardup:* have format {found_format.decode()}, "
+            f"Redis keys {{{prefix}}}:neardup:* have format {found_format.decode()}, "
             f"this release uses {FORMAT}"
         )
     stored = json.loads(found) if found is not None else wanted

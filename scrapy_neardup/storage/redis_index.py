@@ -28,7 +28,7 @@ from scrapy_neardup.algorithms.base import Verifier
 from scrapy_neardup.exceptions import StateError
 
 # ``redis`` through redis_client: without the package, that import says what to install.
-from scrapy_neardup.storage.redis_client import REDIS_ERRORS, key_base, redis
+from scrapy_neardup.storage.redis_client import REDIS_ERRORS, key_base, part_base, redis
 
 _INDEX_LUA = """
 -- KEYS[1] docs hash, KEYS[2] ids hash, KEYS[3] id counter, KEYS[4..] the document's buckets
@@ -117,7 +117,7 @@ class RedisBucketStore:
     def __init__(self, client: redis.Redis, prefix: str, name: str, codec: Any) -> None:
         self.client = client
         self.codec = codec
-        self.base = f"{key_base(prefix)}:{name}"
+        self.base = part_base(prefix, name)
         self._docs, self._ids, self._seq = (f"{self.base}:{n}" for n in ("docs", "ids", "seq"))
         self._script = client.register_script(_INDEX_LUA)
         #: Script calls made (for tests and benchmarks: round trips of the index).
@@ -272,9 +272,8 @@ def recorded(
 ) -> tuple[bool, tuple[str, str, float] | None]:
     """Whether ``key`` is a kept document, and (head, method, similarity) if it is a recorded
     duplicate (one round trip)."""
-    base = key_base(prefix)
     pipe = client.pipeline(transaction=False)
-    pipe.hexists(f"{base}:exact:ids", key)
-    pipe.hget(f"{base}:members", key)
+    pipe.hexists(f"{part_base(prefix, 'exact')}:ids", key)
+    pipe.hget(f"{key_base(prefix)}:members", key)
     kept, member = pipe.execute()
     return bool(kept), None if member is None else unpack_member(member)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 # ``redis`` through redis_client: without the package, that import says what to install.
-from scrapy_neardup.storage.redis_client import key_base, redis, scan_pattern
+from scrapy_neardup.storage.redis_client import _glob, _unlink, key_base, part_base, redis
 from scrapy_neardup.urls import _MAX_STAGE_RATE, _bloom_size
 
 #: Bits per bitmap key: 2**29 bits = 64 MiB, an eighth of Redis's 512 MB string limit.
@@ -138,8 +138,8 @@ class RedisBloomFilter:
         self.capacity, self.error_rate = capacity, float(error_rate)
         self.growth, self.tightening = growth, tightening
         self.chunk_bits = chunk_bits
-        self.hash_key = f"{key_base(prefix)}:urls"
-        self.bitmap_prefix = f"{key_base(prefix)}:urls:"
+        self.hash_key = part_base(prefix, "urls")
+        self.bitmap_prefix = f"{self.hash_key}:"
         self._script = client.register_script(_BLOOM_LUA)
         self._stages: list[tuple[int, int, int]] = []
         self._known = 1  # stages the client last heard of
@@ -266,7 +266,7 @@ class RedisBloomModuleFilter:
         self, client: redis.Redis, prefix: str, capacity: int, error_rate: float, growth: int = 2
     ) -> None:
         self.client = client
-        self.key = f"{key_base(prefix)}:urls:bf"
+        self.key = f"{part_base(prefix, 'urls')}:bf"
         self.capacity, self.error_rate, self.growth = capacity, float(error_rate), growth
         self.calls = 0
         self._reserved = False
@@ -385,11 +385,10 @@ def url_filter(
 def clear_url_filter(client: redis.Redis, prefix: str) -> int:
     """Delete the crawl's URL filter (every stage and bitmap, or the RedisBloom key) and its
     recorded parameters; the content indexes stay. Returns the number of keys deleted."""
-    base = key_base(prefix)
-    pattern = scan_pattern(prefix).removesuffix("*") + "urls:*"
-    keys = [base + ":urls", *client.scan_iter(match=pattern, count=1000)]
+    base, urls = key_base(prefix), part_base(prefix, "urls")
+    keys = [urls.encode(), *client.scan_iter(match=_glob(urls) + ":*", count=1000)]
     deleted = 0
     for start in range(0, len(keys), 500):
-        deleted += client.unlink(*keys[start : start + 500])
+        deleted += _unlink(client, keys[start : start + 500])
     client.hdel(f"{base}:meta", "urls")
     return deleted

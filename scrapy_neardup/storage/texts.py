@@ -48,7 +48,7 @@ MAX_RECORD = 64 * 1024 * 1024
 
 def redis_key(prefix: str) -> str:
     """The hash of a crawl's kept texts in Redis."""
-    return f"{prefix}:neardup:texts"
+    return f"{{{prefix}}}:neardup:texts"  # with the crawl's records (storage/redis_client.py)
 
 
 def _encode(key: str, text: str) -> bytes:
