@@ -179,8 +179,8 @@ def best_match(matches: Iterable[Match]) -> Match:
 StoreFactory = Callable[[str, Method], BucketStore]
 
 
-def memory_stores(_name: str, _codec: Method) -> BucketStore:
-    return MemoryBucketStore()
+def memory_stores(_name: str, codec: Method) -> BucketStore:
+    return MemoryBucketStore(codec=codec)
 
 
 class Deduplicator:

@@ -1,45 +1,355 @@
-"""In-process storage: plain dicts, the default and the fastest."""
+"""In-process storage: the default, about 1 KB per MinHash document.
+
+A Python dict of buckets costs 70-100 bytes per posting (bucket -> key) and every key and
+signature is its own object, so the index used to take ~3.6 KB per document for MinHash (whose
+signature is 512 bytes) and 9-11 KB for SpotSigs. Here nothing per document is a Python object:
+
+* documents get dense integer ids (insertion order, so ``items()`` keeps it);
+* keys are UTF-8 in one byte buffer with offsets, found by an open-addressing table of ids
+  (linear probing on xxh3 of the key, load <= 0.7);
+* signatures are packed in one growing buffer with offsets: with a ``codec`` (the method,
+  as the engine's store factory gives it) its ``encode`` bytes, decoded for ``verify``; else
+  1-D numpy arrays (handed to ``verify`` as views) or bytes; anything else is kept as an
+  object. A verified signature (the backend's and its phrase filter, about 1 KB a page:
+  ``algorithms/containment.py``) is thus two byte strings in the buffer, not objects;
+* postings (bucket -> ids) are sorted runs merged LSM-style (O'Neil et al. 1996, "The
+  log-structured merge-tree"): recent postings sit in a small dict until it holds ``FLUSH``
+  of them, then become a sorted run; a run absorbs the next while it is at most ``FACTOR``
+  times larger, so there are O(log_FACTOR(n / FLUSH)) runs (2 at 1M MinHash documents).
+  A run keeps, per posting, a u32 id and the bucket's bits below a directory of its top bits
+  (u32 once the run is big; the directory adds 0.25-0.5 byte): ~8.5 bytes a posting, and a
+  lookup reads one directory cell of ~8-16 entries per run, vectorised over all buckets.
+
+Buckets are mixed and cut to ``KEY_BITS`` (48) bits: two buckets then share postings with
+probability ~postings / 2**48, which costs one extra verification, never a wrong answer
+beyond what ``verify`` accepts. Large arrays live in their own anonymous mappings, so growth by
+doubling and merging runs give memory back instead of fragmenting the heap. Results come in
+the dict store's order: buckets in the order given (least filled first with ``probe``), and
+within a bucket the ids in insertion order.
+
+Measured with ``bench/bench_engine.py``'s scaling (random signatures, 2-core machine), RSS per
+document at 1M documents: MinHash 980 B (was 3,691 with dicts), SpotSigs 1,846 B (was
+9,273 at 100k); a query without candidates takes 36 -> 63 us from 10k to 1M documents
+(MinHash; dicts: 9 -> 15 us) and 85 -> 134 us (SpotSigs; dicts: 14 -> 32 us at 100k), and
+138 -> 159 us on real-text spots at 10k -> 100k (dicts: 29 -> 70 us): the memory is bought
+with a dozen numpy calls per run and query.
+"""
 
 from __future__ import annotations
 
+import mmap
+import threading
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+import xxhash
+
 from scrapy_neardup.algorithms.base import Verifier
+
+_MASK64 = (1 << 64) - 1
+#: Postings held in the dict before they become a sorted run: ~6 MB of dict at most, and big
+#: enough that a run's sort is cheap per posting.
+FLUSH = 1 << 16
+#: Arrays from this many bytes get their own mapping (see ``_empty``).
+MAPPED = 1 << 18
+#: Bucket bits kept: a bucket then wrongly shares postings with another with probability
+#: postings / 2**48 (3.6e-6 per 32-bucket query at 32M postings); such a candidate only costs
+#: one verification, which rejects it unless it truly is similar.
+KEY_BITS = 48
+#: Directory cells wider than this (a common SpotSigs spot) are binary-searched one by one.
+WIDE = 64
+#: A run absorbs the next while it is at most this many times larger: ~log8(n / FLUSH) runs.
+FACTOR = 8
+
+
+class _Growing:
+    """A 1-D numpy array appended to by doubling (amortised O(1), no per-item objects)."""
+
+    def __init__(self, dtype: Any, capacity: int = 1024) -> None:
+        self.data = np.empty(capacity, dtype=dtype)
+        self.size = 0
+
+    def extend(self, values: Any) -> None:
+        values = np.asarray(values)
+        need = self.size + len(values)
+        if need > len(self.data):
+            bigger = self._capacity(need)
+            bigger[: self.size] = self.data[: self.size]
+            self.data = bigger
+        self.data[self.size : need] = values
+        self.size = need
+
+    def append(self, value: int) -> None:
+        """One offset; a u32 array becomes u64 past 4 GiB rather than wrap."""
+        if value > 0xFFFFFFFF and self.data.dtype == np.uint32:
+            self.data = self.data.astype(np.uint64)
+        if self.size == len(self.data):
+            bigger = self._capacity(self.size + 1)
+            bigger[: self.size] = self.data
+            self.data = bigger
+        self.data[self.size] = value
+        self.size += 1
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.data[i])
+
+    def _capacity(self, need: int) -> np.ndarray:
+        """A doubled buffer, mapped once past ``MAPPED`` bytes."""
+        return _empty(max(need, 2 * len(self.data)), self.data.dtype)
+
+
+def _empty(size: int, dtype: Any) -> np.ndarray:
+    """An uninitialised array; past ``MAPPED`` bytes in its own anonymous mapping, so freeing it
+    returns the memory. numpy's arrays of up to 32 MiB come from glibc's heap, where an outgrown
+    buffer or merged run leaves a hole that small allocations then pin (measured: ~250 B per
+    MinHash document at 1M documents)."""
+    dtype = np.dtype(dtype)
+    nbytes = size * dtype.itemsize
+    if nbytes < MAPPED:
+        return np.empty(size, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype)
+
+
+def _mapped(values: np.ndarray) -> np.ndarray:
+    """``values`` moved to a mapping when large (see :func:`_empty`)."""
+    if values.nbytes < MAPPED:
+        return values
+    out = _empty(len(values), values.dtype)
+    out[:] = values
+    return out
+
+
+class _Run:
+    """Sorted postings with a directory on their top bits (see the module docstring).
+
+    Keys are the buckets' top ``KEY_BITS`` bits; entry i of ``cells`` is where the keys whose
+    top ``bits`` bits equal i start, so only the key's remaining bits are stored (u32 once a run
+    has 2**17 postings) and a lookup reads one cell of ~8-16 entries, not log2(n) cache lines.
+    """
+
+    def __init__(self, keys: np.ndarray, ids: np.ndarray) -> None:
+        order = np.argsort(keys, kind="stable")  # ids keep their (ascending) order in a key
+        keys, self.ids = keys[order], _mapped(ids[order])
+        self.bits = max(1, len(keys).bit_length() - 4)
+        self.shift = np.uint64(KEY_BITS - self.bits)
+        self.rest = keys & np.uint64((1 << int(self.shift)) - 1)
+        if self.shift <= 32:
+            self.rest = self.rest.astype(np.uint32)
+        self.rest = _mapped(self.rest)
+        top = keys >> self.shift
+        self.cells = np.searchsorted(top, np.arange((1 << self.bits) + 1, dtype=np.uint64))
+        self.cells = _mapped(self.cells.astype(np.uint32 if len(keys) < 2**32 else np.uint64))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def keys(self) -> np.ndarray:
+        widths = np.diff(self.cells.astype(np.int64))
+        top = np.repeat(np.arange(1 << self.bits, dtype=np.uint64), widths)
+        return (top << self.shift) | self.rest.astype(np.uint64)
+
+    def spans(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """[left, right) of each queried key's postings. A cell holds one run of top bits, so
+        it is sorted by the rest: the matches are contiguous and found without reading ids."""
+        top = (query >> self.shift).astype(np.int64)
+        rest = query & np.uint64((1 << int(self.shift)) - 1)
+        lo = self.cells[top].astype(np.int64)
+        hi = self.cells[top + 1].astype(np.int64)
+        widths = hi - lo
+        capped = np.minimum(widths, WIDE)  # read each row's cell, and only that
+        row = np.repeat(np.arange(len(query)), capped)
+        at = np.arange(len(row)) + np.repeat(lo - (np.cumsum(capped) - capped), capped)
+        values, wanted = self.rest[at], rest[row]
+        left = lo + np.bincount(row, values < wanted, len(query)).astype(np.int64)
+        right = left + np.bincount(row, values == wanted, len(query)).astype(np.int64)
+        for row in np.flatnonzero(widths > WIDE).tolist():  # crowded by common keys
+            cell = self.rest[lo[row] : hi[row]]
+            left[row] = lo[row] + np.searchsorted(cell, rest[row], "left")
+            right[row] = lo[row] + np.searchsorted(cell, rest[row], "right")
+        return left, right
+
+
+class _Postings:
+    """Bucket -> ids as a small dict plus sorted runs; see the module docstring."""
+
+    def __init__(self, flush: int = FLUSH) -> None:
+        self._flush_at = flush
+        self._recent: dict[int, list[int]] = {}
+        self._pending = 0
+        self._runs: list[_Run] = []
+
+    def add(self, doc: int, buckets: list[int]) -> None:
+        for bucket in buckets:
+            self._recent.setdefault(bucket & _MASK64, []).append(doc)
+        self._pending += len(buckets)
+        if self._pending >= self._flush_at:
+            self._flush()
+
+    def _flush(self) -> None:
+        keys = _short(np.fromiter((k for k, docs in self._recent.items() for _ in docs), np.uint64))
+        ids = np.fromiter(
+            (d for docs in self._recent.values() for d in docs), np.uint32, self._pending
+        )
+        self._recent, self._pending = {}, 0
+        self._runs.append(_Run(keys, ids))
+        while len(self._runs) >= 2 and len(self._runs[-2]) <= FACTOR * len(self._runs[-1]):
+            newer = self._runs.pop()
+            older = self._runs[-1]
+            self._runs[-1] = _Run(
+                np.concatenate((older.keys(), newer.keys())),
+                np.concatenate((older.ids, newer.ids)),
+            )
+
+    def lookup(self, buckets: list[int], probe: int | None) -> list[list[int]]:
+        """Ids of each chosen bucket, in insertion order; with ``probe``, only that many
+        buckets, the least filled first (as the dict store chose them). Sizes come from the
+        spans, so the postings of a common bucket that is not probed are never read."""
+        masked = [b & _MASK64 for b in buckets]
+        query = _short(np.array(masked, dtype=np.uint64))
+        recent = [self._recent.get(key, ()) for key in masked]
+        sizes = np.array([len(r) for r in recent], dtype=np.int64)
+        spans = []
+        for run in self._runs:  # oldest first, so ids ascend within a bucket
+            left, right = run.spans(query)
+            sizes += right - left
+            spans.append((run.ids, left.tolist(), right.tolist()))
+        if probe is not None and probe < len(masked):
+            order = np.argsort(sizes, kind="stable")[:probe].tolist()
+        else:
+            order = range(len(masked))
+        counts = sizes.tolist()
+        out: list[list[int]] = []
+        for row in order:
+            if not counts[row]:
+                out.append([])
+                continue
+            docs: list[int] = []
+            for ids, left, right in spans:
+                if right[row] > left[row]:
+                    docs.extend(ids[left[row] : right[row]].tolist())
+            docs.extend(recent[row])
+            out.append(docs)
+        return out
+
+
+def _short(keys: np.ndarray) -> np.ndarray:
+    """The top ``KEY_BITS`` bits of keys mixed first (splitmix64's finaliser, a bijection), so
+    buckets that are small or structured ints spread over the directory like hashes do."""
+    keys = keys ^ (keys >> np.uint64(30))
+    keys *= np.uint64(0xBF58476D1CE4E5B9)
+    keys ^= keys >> np.uint64(27)
+    keys *= np.uint64(0x94D049BB133111EB)
+    keys ^= keys >> np.uint64(31)
+    return keys >> np.uint64(64 - KEY_BITS)
 
 
 class MemoryBucketStore:
-    """Buckets of keys and each key's signature, in dicts.
+    """Buckets of keys and each key's signature, packed in numpy buffers.
 
-    Atomic by construction: the crawler calls it from one thread (the reactor's). Almost every
-    bucket holds one key, so such a bucket is the key itself, not a one-element list: that
-    saves about 60 bytes per bucket, and a document has 10 (SimHash) to 25 (MinHash) of them.
+    Atomic: one lock around every read and write (the crawler calls it from the reactor
+    thread, extraction workers only sign), so ``query_and_add`` never interleaves with an add.
     """
 
-    def __init__(self) -> None:
-        self._buckets: dict[int, str | list[str]] = {}
-        self._signatures: dict[str, Any] = {}
+    def __init__(self, flush: int = FLUSH, codec: Any = None) -> None:
+        """``flush``: postings kept in a dict before they become a sorted run (tests lower
+        it); ``codec``: the method whose ``encode``/``decode`` pack signatures."""
+        self._codec = codec
+        self._lock = threading.Lock()
+        self._n = 0
+        self._keys = _Growing(np.uint8, 1 << 16)
+        self._key_ends = _Growing(np.uint32)
+        self._table = np.full(1024, -1, dtype=np.int32)
+        self._kind: tuple[str, Any] | None = None  # ("array", dtype) or ("bytes", uint8)
+        self._sigs: _Growing | None = None
+        self._sig_ends = _Growing(np.uint32)
+        self._objects: dict[int, Any] = {}
+        self._postings = _Postings(flush)
 
-    def _size(self, bucket: int) -> int:
-        found = self._buckets.get(bucket)
-        return 0 if found is None else 1 if isinstance(found, str) else len(found)
+    # -- keys ----------------------------------------------------------------------------
+
+    def _key_bytes(self, doc: int) -> bytes:
+        start = self._key_ends[doc - 1] if doc else 0
+        return self._keys.data[start : self._key_ends[doc]].tobytes()
+
+    def _slot(self, key: bytes) -> tuple[int, int]:
+        """(slot, id) of ``key``; id -1 and its free slot when it is not stored."""
+        mask = len(self._table) - 1
+        slot = xxhash.xxh3_64_intdigest(key) & mask
+        while True:
+            doc = int(self._table[slot])
+            if doc < 0 or self._key_bytes(doc) == key:
+                return slot, doc
+            slot = (slot + 1) & mask
+
+    def _grow_table(self) -> None:
+        self._table = _empty(2 * len(self._table), np.int32)
+        self._table.fill(-1)
+        mask = len(self._table) - 1
+        for doc in range(self._n):
+            slot = xxhash.xxh3_64_intdigest(self._key_bytes(doc)) & mask
+            while self._table[slot] >= 0:
+                slot = (slot + 1) & mask
+            self._table[slot] = doc
+
+    # -- signatures ----------------------------------------------------------------------
+
+    def _pack(self, doc: int, signature: Any) -> None:
+        if self._codec is not None:
+            signature = self._codec.encode(signature)
+        if self._kind is None:
+            if isinstance(signature, np.ndarray) and signature.ndim == 1:
+                self._kind = ("array", signature.dtype)
+            elif isinstance(signature, bytes):
+                self._kind = ("bytes", np.dtype(np.uint8))
+            else:
+                self._kind = ("object", None)
+            if self._kind[1] is not None:
+                self._sigs = _Growing(self._kind[1], 1 << 12)
+        kind, dtype = self._kind
+        if kind == "array" and isinstance(signature, np.ndarray) and signature.dtype == dtype:
+            packed = signature.ravel() if signature.ndim == 1 else None
+        elif kind == "bytes" and isinstance(signature, bytes):
+            packed = np.frombuffer(signature, dtype=np.uint8)
+        else:
+            packed = None
+        if packed is None:
+            self._objects[doc] = signature
+        else:
+            self._sigs.extend(packed)
+        self._sig_ends.append(self._sigs.size if self._sigs is not None else 0)
+
+    def _signature(self, doc: int, copy: bool = False) -> Any:
+        found = self._objects.get(doc)
+        if found is not None or doc in self._objects:
+            return found
+        start = self._sig_ends[doc - 1] if doc else 0
+        view = self._sigs.data[start : self._sig_ends[doc]]
+        if self._kind[0] == "bytes":
+            data = view.tobytes()
+            return self._codec.decode(data) if self._codec is not None else data
+        return view.copy() if copy else view
+
+    # -- the BucketStore protocol --------------------------------------------------------
 
     def query(
         self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None
     ) -> list[tuple[str, float]]:
-        if probe is not None and probe < len(buckets):
-            buckets = sorted(buckets, key=self._size)[:probe]
+        with self._lock:
+            return self._query(buckets, verify, probe)
+
+    def _query(
+        self, buckets: list[int], verify: Verifier, probe: int | None
+    ) -> list[tuple[str, float]]:
         matches: list[tuple[str, float]] = []
-        seen: set[str] = set()
-        for bucket in buckets:
-            found = self._buckets.get(bucket)
-            if found is None:
-                continue
-            for key in (found,) if isinstance(found, str) else found:
-                if key in seen:
+        seen: set[int] = set()
+        for docs in self._postings.lookup(buckets, probe):
+            for doc in docs:
+                if doc in seen:
                     continue
-                seen.add(key)
-                similarity = verify(key, self._signatures[key])
+                seen.add(doc)
+                key = self._key_bytes(doc).decode()
+                similarity = verify(key, self._signature(doc))
                 if similarity is not None:
                     matches.append((key, similarity))
         return matches
@@ -52,29 +362,39 @@ class MemoryBucketStore:
         verify: Verifier,
         probe: int | None = None,
     ) -> list[tuple[str, float]]:
-        matches = self.query(signature, buckets, verify, probe)
-        if not matches:
-            self.add(key, signature, buckets)
-        return matches
+        with self._lock:
+            matches = self._query(buckets, verify, probe)
+            if not matches:
+                self._add(key, signature, buckets)
+            return matches
 
     def add(self, key: str, signature: Any, buckets: list[int]) -> None:
-        if key in self._signatures:
+        with self._lock:
+            self._add(key, signature, buckets)
+
+    def _add(self, key: str, signature: Any, buckets: list[int]) -> None:
+        data = key.encode()
+        slot, doc = self._slot(data)
+        if doc >= 0:
             return
-        self._signatures[key] = signature
-        for bucket in buckets:
-            found = self._buckets.get(bucket)
-            if found is None:
-                self._buckets[bucket] = key
-            elif isinstance(found, str):
-                self._buckets[bucket] = [found, key]
-            else:
-                found.append(key)
+        doc = self._n
+        self._keys.extend(np.frombuffer(data, dtype=np.uint8))
+        self._key_ends.append(self._keys.size)
+        self._table[slot] = doc
+        self._n += 1
+        self._pack(doc, signature)
+        self._postings.add(doc, buckets)
+        if self._n * 10 > len(self._table) * 7:
+            self._grow_table()
 
     def items(self) -> Iterator[tuple[str, Any]]:
-        return iter(self._signatures.items())
+        """(key, signature) in insertion order; signatures are copies, not views."""
+        for doc in range(self._n):
+            yield self._key_bytes(doc).decode(), self._signature(doc, copy=True)
 
     def __contains__(self, key: str) -> bool:
-        return key in self._signatures
+        with self._lock:
+            return self._slot(key.encode())[1] >= 0
 
     def __len__(self) -> int:
-        return len(self._signatures)
+        return self._n
