@@ -318,6 +318,45 @@ def _prepared() -> Any:
     return _worker_signer.prepared()
 
 
+class FastReadings:
+    """Per site, whether trafilatura's fast mode reads its pages in full: a site's template
+    decides that. A site whose would-be drops were read again ``trust_after`` times without
+    the full reading saying more has only one in ``sample_every`` read again (the others
+    trust the fast reading). Once a full reading says more, the site *reads short*: each of
+    its drops is read again, and its pages are read in full from the start (so that a later
+    copy is compared with the full text of the page kept, not with a part of it). Bounded:
+    the ``max_sites`` least recently seen sites."""
+
+    def __init__(self, trust_after: int = 16, sample_every: int = 8, max_sites: int = 4096):
+        self.trust_after, self.sample_every, self.max_sites = trust_after, sample_every, max_sites
+        self._sites: OrderedDict[str, list[int]] = OrderedDict()  # [complete readings, asked]
+
+    def _site(self, site: str) -> list[int]:
+        found = self._sites.pop(site, None)
+        if found is None:
+            found = [0, 0]
+            if len(self._sites) >= self.max_sites:
+                self._sites.popitem(last=False)
+        self._sites[site] = found
+        return found
+
+    def should_reread(self, site: str) -> bool:
+        found = self._site(site)
+        if found[0] < self.trust_after:
+            return True
+        found[1] += 1
+        return found[1] % self.sample_every == 0
+
+    def reads_short(self, site: str) -> bool:
+        found = self._sites.get(site)
+        return found is not None and found[0] < 0
+
+    def record(self, site: str, richer: bool) -> None:
+        found = self._site(site)
+        # A site that once read short is never trusted again (its count stays far below).
+        found[0] = -(10**9) if richer else found[0] + 1
+
+
 class Extractor:
     """Runs extraction and signing in ``workers`` processes (inline when ``workers`` is 0),
     started when the first page needs them.

@@ -308,13 +308,17 @@ class PageTextMiddleware:
             )
             return None
         extractor = self.state.extractor
+        # A site whose pages the fast mode reads short is read in full (see FastReadings).
+        fast = extractor.fast and not self.state.readings.reads_short(site_of(response.url))
         digest, found = extractor.cached(body)
         if found is not None:
             self.state.inc("neardup/extract/cache_hit")
         else:
+            if fast != extractor.fast:
+                self.state.inc("neardup/extract/in_full")
             try:
                 found = await await_future(
-                    extractor.submit_extract(body, response.url, response.encoding)
+                    extractor.submit_extract(body, response.url, response.encoding, fast)
                 )
             except PageLimitError as exc:
                 found = exc  # remembered: the same bytes again would hit it again
@@ -331,7 +335,7 @@ class PageTextMiddleware:
         self.state.inc(f"neardup/extract/{extracted.how}")
         if not extracted.text:
             return None
-        if extractor.fast and extracted.how == "trafilatura":
+        if fast and extracted.how == "trafilatura":
             return PageText(response.url, extracted, signed, body, response.encoding)
         return PageText(response.url, extracted, signed)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
@@ -21,39 +20,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FIRST_LOGGED = 5
-
-
-class FastReadings:
-    """Per site, whether trafilatura's fast mode reads its pages in full: a site's template
-    decides that, so a site whose would-be drops were read again ``trust_after`` times
-    without the full reading saying more has only one in ``sample_every`` read again (the
-    others trust the fast reading); one full reading that says more and every drop of the
-    site is read again from then on. Bounded: the ``max_sites`` least recently seen sites."""
-
-    def __init__(self, trust_after: int = 16, sample_every: int = 8, max_sites: int = 4096):
-        self.trust_after, self.sample_every, self.max_sites = trust_after, sample_every, max_sites
-        self._sites: OrderedDict[str, list[int]] = OrderedDict()  # [complete readings, asked]
-
-    def _site(self, site: str) -> list[int]:
-        found = self._sites.pop(site, None)
-        if found is None:
-            found = [0, 0]
-            if len(self._sites) >= self.max_sites:
-                self._sites.popitem(last=False)
-        self._sites[site] = found
-        return found
-
-    def should_reread(self, site: str) -> bool:
-        found = self._site(site)
-        if found[0] < self.trust_after:
-            return True
-        found[1] += 1
-        return found[1] % self.sample_every == 0
-
-    def record(self, site: str, richer: bool) -> None:
-        found = self._site(site)
-        # A site that once read short is never trusted again (its count stays far below).
-        found[0] = -(10**9) if richer else found[0] + 1
 
 
 def as_text(value: Any) -> Any:
@@ -78,7 +44,6 @@ class NearDupPipeline:
     """
 
     def __init__(self, state: NearDupState) -> None:
-        self.readings = FastReadings()
         self.state = state
         self.config = state.config
         self.logged = 0
@@ -184,7 +149,7 @@ class NearDupPipeline:
         a site whose fast readings proved complete only some of them (:class:`FastReadings`)."""
         body, page.body = page.body, None
         state, site = self.state, site_of(key)
-        if not self.readings.should_reread(site) or not await state.would_drop(key, page.signed):
+        if not state.readings.should_reread(site) or not await state.would_drop(key, page.signed):
             return page.signed
         state.inc("neardup/extract/reread")
         try:
@@ -196,7 +161,7 @@ class NearDupPipeline:
             logger.warning("scrapy-neardup: full reading of %s failed: %r", page.url, exc)
             return page.signed
         richer = signed is not None and not state.dedup.holds(page.signed, signed)
-        self.readings.record(site, richer)
+        state.readings.record(site, richer)
         if not richer:
             return page.signed
         state.inc("neardup/extract/reread_richer")

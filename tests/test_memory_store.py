@@ -152,9 +152,10 @@ def test_query_and_add_is_atomic_across_threads() -> None:
     assert len(index) == 1 and results.count(0) == 1
 
 
-def test_verified_signatures_are_packed_bytes_not_objects() -> None:
+def test_verified_signatures_are_kept_on_disk_not_as_objects() -> None:
     """The engine's stores get the method as codec: a verified signature (the backend's and
-    its phrase filter) goes into the byte buffer, and comes back whole for verification."""
+    its phrase filter) goes to the store's signature file, and comes back whole to verify a
+    candidate, whether it was written out yet or not."""
     from scrapy_neardup.engine import Deduplicator
 
     words = [f"word{i}" for i in range(400)] + "the a is of was and to in".split() * 40
@@ -164,7 +165,10 @@ def test_verified_signatures_are_packed_bytes_not_objects() -> None:
         dedup = Deduplicator(backend)
         for i, text in enumerate(texts):
             assert not dedup.check(f"https://a.org/{i}", text).is_duplicate
+            if i == 14:
+                dedup.near.store._file._write()  # half of them on disk, half in the tail
         store = dedup.near.store
-        assert not store._objects and store._kind[0] == "bytes"
-        verdict = dedup.check("https://b.org/copy", texts[7] + " one more word")
-        assert verdict.duplicate_of == "https://a.org/7", backend
+        assert not store._objects and store._file is not None and store._sigs is None
+        for i in (3, 14, 15, 29):
+            verdict = dedup.check(f"https://c.org/{i}", texts[i] + " one more word")
+            assert verdict.duplicate_of == f"https://a.org/{i}", backend

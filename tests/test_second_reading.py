@@ -10,8 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from scrapy_neardup.extraction import extract_main_text
-from scrapy_neardup.pipeline import FastReadings
+from scrapy_neardup.extraction import FastReadings, extract_main_text
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -43,20 +42,24 @@ LISTING = "\n".join(
 )
 
 
-def chapter(title: str, paras: tuple[str, ...]) -> bytes:
+def chapter(title: str, paras: tuple[str, ...], link: str = "") -> bytes:
     prose = "".join(f'<div class="para">{p}</div>' for p in paras[:2])
     last = f'<div class="para">{paras[2]}</div>'
+    nav = f'<a href="{link}">next</a>' if link else ""
     return (
         f'<html><head><title>{title}</title><meta property="og:type" content="article">'
         f'</head><body><div class="section"><div class="titlepage"><h2 class="title">{title}'
-        f'</h2></div>{prose}<pre class="screen">{LISTING}</pre>{last}</div></body></html>'
+        f'</h2></div>{prose}<pre class="screen">{LISTING}</pre>{last}</div>{nav}</body></html>'
     ).encode()
 
 
+# Each page links the next, so they come in this order: English, German, the German again.
 PAGES = {
-    "/": b'<html><body><a href="/en/x509.html">en</a> <a href="/de/x509.html">de</a></body></html>',
-    "/en/x509.html": chapter("10.2. X.509 certificates", EN),
-    "/de/x509.html": chapter("10.2. X.509-Zertifikate", DE),
+    "/": b'<html><body><a href="/en/x509.html">en</a></body></html>',
+    "/en/x509.html": chapter("10.2. X.509 certificates", EN, "/de/x509.html"),
+    "/de/x509.html": chapter("10.2. X.509-Zertifikate", DE, "/print/de/x509.html"),
+    # The German chapter again (a print version): a true copy, to be dropped.
+    "/print/de/x509.html": chapter("10.2. X.509-Zertifikate", DE),
 }
 
 
@@ -75,9 +78,14 @@ def test_a_translation_read_short_is_read_in_full_and_kept(tmp_path) -> None:
         server.shutdown()
         server.server_close()
     assert sorted(item["url"].rsplit("/", 2)[1] for item in result["kept"]) == ["de", "en"]
-    assert result["dropped"] == []
+    # The site reads short from then on: the print version was read in full at once, and
+    # dropped for the German chapter's full reading.
+    (dropped,) = result["dropped"]
+    assert dropped["url"].endswith("/print/de/x509.html")
+    assert dropped["reason"].split("near-duplicate of ")[1].startswith(start + "de/x509.html")
     stats = result["stats"]
     assert stats["neardup/extract/reread"] == stats["neardup/extract/reread_richer"] == 1
+    assert stats["neardup/extract/in_full"] == 1  # the print version
 
 
 def test_fast_readings_are_trusted_per_site_until_one_reads_short() -> None:
@@ -89,5 +97,6 @@ def test_fast_readings_are_trusted_per_site_until_one_reads_short() -> None:
     assert asked.count(True) == 2  # one in four, once trusted
     readings.record("a.example", richer=True)
     assert all(readings.should_reread("a.example") for _ in range(50))
+    assert readings.reads_short("a.example") and not readings.reads_short("b.example")
     assert readings.should_reread("b.example") and readings.should_reread("c.example")
     assert "a.example" not in readings._sites  # bounded: the least recently seen went first

@@ -31,7 +31,7 @@ from xxhash import xxh3_128_digest
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.engine import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError
-from scrapy_neardup.extraction import Extracted, Extractor, SignerSpec
+from scrapy_neardup.extraction import Extracted, Extractor, FastReadings, SignerSpec
 from scrapy_neardup.urls import canonical_url, site_of, url_fingerprint
 
 if TYPE_CHECKING:
@@ -95,6 +95,8 @@ class NearDupState:
         )
         # Workers start when the first page needs extraction, not before: a crawl that
         # yields no items (or only items with a text field) never starts them.
+        #: Sites whose pages trafilatura's fast mode reads short (see the pipeline).
+        self.readings = FastReadings()
         self.extractor = Extractor(
             spec,
             config.workers,

@@ -1,17 +1,20 @@
-"""In-process storage: the default, about 1 KB per MinHash document.
+"""In-process storage: the default. Keys and postings in memory, signatures on disk.
 
 A Python dict of buckets costs 70-100 bytes per posting (bucket -> key) and every key and
 signature is its own object, so the index used to take ~3.6 KB per document for MinHash (whose
-signature is 512 bytes) and 9-11 KB for SpotSigs. Here nothing per document is a Python object:
+signature is 512 bytes) and 9-11 KB for SpotSigs, and the phrase filter that verifies
+candidates (``algorithms/containment.py``, about 1 KB a page) came on top. Here nothing per
+document is a Python object:
 
 * documents get dense integer ids (insertion order, so ``items()`` keeps it);
 * keys are UTF-8 in one byte buffer with offsets, found by an open-addressing table of ids
   (linear probing on xxh3 of the key, load <= 0.7);
-* signatures are packed in one growing buffer with offsets: with a ``codec`` (the method,
-  as the engine's store factory gives it) its ``encode`` bytes, decoded for ``verify``; else
-  1-D numpy arrays (handed to ``verify`` as views) or bytes; anything else is kept as an
-  object. A verified signature (the backend's and its phrase filter, about 1 KB a page:
-  ``algorithms/containment.py``) is thus two byte strings in the buffer, not objects;
+* signatures: with a ``codec`` (the method, as the engine's store factory gives it), its
+  ``encode`` bytes go to an unlinked temporary file (:class:`_SignatureFile`) and are read
+  back, and decoded, only to verify a candidate: a few per page, at a few microseconds each
+  from the OS's cache. Without one (tests, the index benchmark), 1-D numpy arrays or bytes
+  are packed in one growing buffer (handed to ``verify`` as views); anything else is kept as
+  an object;
 * postings (bucket -> ids) are sorted runs merged LSM-style (O'Neil et al. 1996, "The
   log-structured merge-tree"): recent postings sit in a small dict until it holds ``FLUSH``
   of them, then become a sorted run; a run absorbs the next while it is at most ``FACTOR``
@@ -27,18 +30,21 @@ doubling and merging runs give memory back instead of fragmenting the heap. Resu
 the dict store's order: buckets in the order given (least filled first with ``probe``), and
 within a bucket the ids in insertion order.
 
-Measured with ``bench/bench_engine.py``'s scaling (random signatures, 2-core machine), RSS per
-document at 1M documents: MinHash 980 B (was 3,691 with dicts), SpotSigs 1,846 B (was
-9,273 at 100k); a query without candidates takes 36 -> 63 us from 10k to 1M documents
-(MinHash; dicts: 9 -> 15 us) and 85 -> 134 us (SpotSigs; dicts: 14 -> 32 us at 100k), and
-138 -> 159 us on real-text spots at 10k -> 100k (dicts: 29 -> 70 us): the memory is bought
-with a dozen numpy calls per run and query.
+Measured with ``bench/bench_engine.py``'s scaling (random signatures in the buffer, 2-core
+machine), RSS per document at 1M documents: MinHash 980 B (was 3,691 with dicts), SpotSigs
+1,846 B (was 9,273 at 100k); a query without candidates takes 36 -> 63 us from 10k to 1M
+documents (MinHash; dicts: 9 -> 15 us) and 85 -> 134 us (SpotSigs; dicts: 14 -> 32 us at
+100k): the memory is bought with a dozen numpy calls per run and query. With real-text
+verified signatures, as a crawl indexes them, see ``bench/bench_memory.py``.
 """
 
 from __future__ import annotations
 
 import mmap
+import os
+import tempfile
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -61,6 +67,8 @@ KEY_BITS = 48
 WIDE = 64
 #: A run absorbs the next while it is at most this many times larger: ~log8(n / FLUSH) runs.
 FACTOR = 8
+#: Signature bytes held in memory before they are written to the signature file.
+TAIL = 1 << 20
 
 
 class _Growing:
@@ -244,6 +252,45 @@ def _short(keys: np.ndarray) -> np.ndarray:
     return keys >> np.uint64(64 - KEY_BITS)
 
 
+class _SignatureFile:
+    """Bytes appended to an unlinked temporary file and read back with ``pread``: what only
+    a candidate's verification reads (a signature and its phrase filter, 1-2 KB a page) is
+    kept out of the process's memory. The OS caches the file as it can; the last
+    :data:`TAIL` bytes wait in memory before they are written."""
+
+    def __init__(self) -> None:
+        handle, path = tempfile.mkstemp(prefix="neardup-signatures-")
+        os.unlink(path)  # gone with the process, whatever way it ends
+        self._fd = handle
+        self._finalizer = weakref.finalize(self, os.close, handle)
+        self._written = 0
+        self._tail = bytearray()
+
+    def append(self, data: bytes) -> int:
+        """Append; returns the end offset of ``data``."""
+        self._tail += data
+        if len(self._tail) >= TAIL:
+            self._write()
+        return self._written + len(self._tail)
+
+    def _write(self) -> None:
+        view = memoryview(bytes(self._tail))
+        while view:
+            view = view[os.write(self._fd, view) :]
+        self._written += len(self._tail)
+        self._tail.clear()
+
+    def read(self, start: int, end: int) -> bytes:
+        if start >= self._written:
+            return bytes(self._tail[start - self._written : end - self._written])
+        if end > self._written:
+            self._write()
+        data = os.pread(self._fd, end - start, start)
+        if len(data) != end - start:
+            raise OSError(f"signature file: read {len(data)} of {end - start} bytes")
+        return data
+
+
 class MemoryBucketStore:
     """Buckets of keys and each key's signature, packed in numpy buffers.
 
@@ -264,6 +311,7 @@ class MemoryBucketStore:
         self._sigs: _Growing | None = None
         self._sig_ends = _Growing(np.uint32)
         self._objects: dict[int, Any] = {}
+        self._file: _SignatureFile | None = None  # with a codec: the signatures, on disk
         self._postings = _Postings(flush)
 
     # -- keys ----------------------------------------------------------------------------
@@ -296,7 +344,10 @@ class MemoryBucketStore:
 
     def _pack(self, doc: int, signature: Any) -> None:
         if self._codec is not None:
-            signature = self._codec.encode(signature)
+            if self._file is None:
+                self._file = _SignatureFile()
+            self._sig_ends.append(self._file.append(self._codec.encode(signature)))
+            return
         if self._kind is None:
             if isinstance(signature, np.ndarray) and signature.ndim == 1:
                 self._kind = ("array", signature.dtype)
@@ -320,6 +371,9 @@ class MemoryBucketStore:
         self._sig_ends.append(self._sigs.size if self._sigs is not None else 0)
 
     def _signature(self, doc: int, copy: bool = False) -> Any:
+        if self._file is not None:
+            start = self._sig_ends[doc - 1] if doc else 0
+            return self._codec.decode(self._file.read(start, self._sig_ends[doc]))
         found = self._objects.get(doc)
         if found is not None or doc in self._objects:
             return found
