@@ -14,6 +14,9 @@ file, on disk), for the compact store (``storage/memory.py``) and for the dict s
 replaced (reproduced here, the peer; up to 100,000 documents), each in a child process of its
 own.
 
+Then the bytes per document in Redis (``INFO memory``) for every backend, 2,000 documents
+checked through the Redis state on a redis-server of its own.
+
 Targets (issue 14): at 1M documents, MinHash <= 1 KB and SpotSigs <= 3 KB per document.
 ``--quick`` (``bench/run --quick``): 100,000 documents.
 """
@@ -141,6 +144,49 @@ def measure(name: str, store_name: str, sizes: list[int], seed: int) -> list[dic
     return found
 
 
+REDIS_BACKENDS = (
+    "minhash",
+    "simhash",
+    "spotsigs",
+    "imatch",
+    "supershingles",
+    "sentences",
+    "cosine",
+    "exact",
+)
+
+
+def redis_bytes(n: int = 2000) -> dict[str, float]:
+    """Bytes per document in Redis (``INFO memory``'s used_memory before and after) for
+    every backend: ``n`` documents checked through the Redis state, on a redis-server of
+    its own (tests/redis_server.py)."""
+    import shutil
+    import tempfile
+
+    if shutil.which("redis-server") is None:
+        print("bench_memory: no redis-server; bytes per document in Redis skipped")
+        return {}
+    sys.path.insert(0, str(ROOT / "tests"))
+    import redis
+    from redis_server import RedisServer, redis_state
+
+    texts = documents(n, 11)
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp, RedisServer(Path(tmp)) as server:
+        client = redis.Redis.from_url(server.url)
+        for name in REDIS_BACKENDS:
+            state, _ = redis_state(server, f"mem-{name}", NEARDUP_BACKEND=name)
+            before = client.info("memory")["used_memory"]
+            for i, text in enumerate(texts):
+                key = f"https://site{i % 97}.example/news/{i:09d}"
+                state._check_blocking(key, state.dedup.sign(text))
+            out[name] = (client.info("memory")["used_memory"] - before) / n
+            state.close()
+    print(f"Bytes per document in Redis (INFO memory), {n:,} documents of 5 KB:")
+    print("  " + ", ".join(f"{name} {value:,.0f}" for name, value in out.items()))
+    return out
+
+
 def run(n: int = 1_000_000, backends: tuple[str, ...] = ("minhash", "spotsigs")) -> dict:
     sizes = [s for s in (10_000, 100_000, 1_000_000, 10_000_000) if s < n] + [n]
     peer = [s for s in sizes if s <= 100_000]
@@ -169,6 +215,7 @@ def run(n: int = 1_000_000, backends: tuple[str, ...] = ("minhash", "spotsigs"))
             f" (target <= {targets[name]:,}: {met}), {ours['disk']:,.0f} B/doc of signatures"
             " and phrase filters in the signature file"
         )
+    results["redis"] = redis_bytes()
     return results
 
 

@@ -1,9 +1,12 @@
 """Crash-safe state on disk: a snapshot plus an append-only journal of what came after it.
 
 Journal records are ``u32 length | u32 crc32(payload) | payload`` (little-endian; a payload is
-never empty, so a run of zero bytes is never a record). Records are written through a buffer
-and flushed and fsynced at most ``flush_interval`` seconds apart, so a crash (even SIGKILL)
-loses at most that window. A crash can only ever leave the *last* record half-written, so at
+never empty, so a run of zero bytes is never a record). Records are written through the
+journal's own buffer (:data:`WRITE_BUFFER`) and flushed and fsynced at most
+``flush_interval`` seconds apart, so a crash (even SIGKILL) loses at most that window. The
+buffer is its own so that the journal knows when its records reach the OS: a journal whose
+records must never outlive another's (``before_write``, see :mod:`scrapy_neardup.frontier`)
+has the other's buffer written first. A crash can only ever leave the *last* record half-written, so at
 start (:meth:`Journal.open`) the records are replayed up to the first bad one and then:
 
 - a **torn tail**: no valid record follows the bad one anywhere in the file (searched at
