@@ -208,7 +208,7 @@ class FileState(NearDupState):
     def _open_confirm(self, directory: Path | None) -> None:
         """The exact key store that confirms Bloom positives (NEARDUP_URL_CONFIRM).
 
-        Without a state directory it lives in a temporary file, removed at close. A state
+        Without a state directory it lives in a temporary file, unlinked once open. A state
         directory whose Bloom filter predates its store cannot confirm the older URLs, so
         confirming is then off for the crawl (logged): a positive is trusted as before.
         """
@@ -221,7 +221,7 @@ class FileState(NearDupState):
         else:
             path = directory / URL_CONFIRM
         is_new = not path.exists() or path.stat().st_size == 0
-        store = FingerprintStore(path, self.config.flush_interval)
+        store = FingerprintStore(path, self.config.flush_interval, temporary=directory is None)
         if is_new and len(self.urls):
             logger.warning(
                 "scrapy-neardup: %s has %d URLs but no fingerprint store; Bloom positives "

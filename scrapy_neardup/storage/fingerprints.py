@@ -40,10 +40,16 @@ create table if not exists counters (name text primary key, value integer not nu
 class FingerprintStore:
     """``add`` / ``__contains__`` over 16-byte fingerprints, plus persistent counters."""
 
-    def __init__(self, path: Path | str, flush_interval: float = 1.0) -> None:
+    def __init__(
+        self, path: Path | str, flush_interval: float = 1.0, temporary: bool = False
+    ) -> None:
+        """``temporary``: a store for one crawl without a state directory. Its file is
+        unlinked as soon as it is open (SQLite keeps its descriptor), with its rollback
+        journal in memory, so that a crawl killed with SIGKILL leaves no file behind."""
         self.path = str(path)
         self.flush_interval = flush_interval
-        self._check()
+        if not temporary:
+            self._check()
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -52,8 +58,8 @@ class FingerprintStore:
         self._last_commit = time.monotonic()
         self._pending: set[bytes] = set()
         try:
-            self._execute("pragma journal_mode=wal")
-            self._execute("pragma synchronous=normal")
+            self._execute("pragma journal_mode=memory" if temporary else "pragma journal_mode=wal")
+            self._execute("pragma synchronous=off" if temporary else "pragma synchronous=normal")
             try:
                 self._db.executescript(_SCHEMA)
             except sqlite3.DatabaseError as exc:
@@ -61,6 +67,8 @@ class FingerprintStore:
         except StateError:
             self._db.close()
             raise
+        if temporary:
+            Path(self.path).unlink(missing_ok=True)
 
     def _check(self) -> None:
         """Read an existing file through a read-only connection first, every page of its

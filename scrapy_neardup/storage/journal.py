@@ -6,8 +6,9 @@ journal's own buffer (:data:`WRITE_BUFFER`) and flushed and fsynced at most
 ``flush_interval`` seconds apart, so a crash (even SIGKILL) loses at most that window. The
 buffer is its own so that the journal knows when its records reach the OS: a journal whose
 records must never outlive another's (``before_write``, see :mod:`scrapy_neardup.frontier`)
-has the other's buffer written first. A crash can only ever leave the *last* record half-written, so at
-start (:meth:`Journal.open`) the records are replayed up to the first bad one and then:
+has the other's buffer written first. A crash can only ever leave the *last* record
+half-written, so at start (:meth:`Journal.open`) the records are replayed up to the first bad
+one and then:
 
 - a **torn tail**: no valid record follows the bad one anywhere in the file (searched at
   every byte offset: numpy picks the offsets whose length fits, only those are checksummed)
