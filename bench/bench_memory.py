@@ -40,7 +40,7 @@ if str(ROOT) not in sys.path:
 
 from bench.common import rss_bytes  # noqa: E402
 from corpus import load_article_bodies  # noqa: E402
-from scrapy_neardup.algorithms import make_method  # noqa: E402
+from scrapy_neardup.algorithms import METHODS, make_method  # noqa: E402
 from scrapy_neardup.algorithms.containment import Verified  # noqa: E402
 from scrapy_neardup.engine import Index  # noqa: E402
 from scrapy_neardup.storage.memory import MemoryBucketStore  # noqa: E402
@@ -144,16 +144,7 @@ def measure(name: str, store_name: str, sizes: list[int], seed: int) -> list[dic
     return found
 
 
-REDIS_BACKENDS = (
-    "minhash",
-    "simhash",
-    "spotsigs",
-    "imatch",
-    "supershingles",
-    "sentences",
-    "cosine",
-    "exact",
-)
+REDIS_BACKENDS = tuple(METHODS)  # every backend
 
 
 def redis_bytes(n: int = 2000) -> dict[str, float]:

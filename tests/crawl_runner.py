@@ -17,7 +17,9 @@ import os
 import subprocess
 import sys
 import warnings
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "example_project"))
@@ -150,6 +152,19 @@ def main() -> None:
     Path(args["out"]).write_text(
         json.dumps({"kept": kept, "dropped": dropped, "stats": stats, "warnings": caught}, indent=1)
     )
+
+
+def assert_each_document_once(site: Any, results: list[dict]) -> None:
+    """Crawls that shared one state kept every distinct document of the demo site exactly
+    once between them, and dropped only true copies (each drop's original is its document)."""
+    kept = [item for r in results for item in r["kept"]]
+    ids = Counter(site.lookup(item["url"]).doc_id for item in kept)
+    assert set(ids) == set(site.expected_unique_docs()), "a distinct document was lost"
+    assert max(ids.values()) == 1, [d for d, n in ids.items() if n > 1]
+    for r in results:
+        for item in r["dropped"]:
+            original = item["reason"].split("near-duplicate of ", 1)[1].split(" (", 1)[0]
+            assert site.lookup(item["url"]).doc_id == site.lookup(original).doc_id
 
 
 def wait_for(path: Path, timeout: float = 60.0) -> None:

@@ -180,14 +180,7 @@ def test_two_crawlers_share_scrapy_redis_queue_and_our_filter(
     )
 
     # Items: every distinct document kept once, by one of the two.
-    kept = [item for r in results for item in r["kept"]]
-    ids = Counter(site.lookup(item["url"]).doc_id for item in kept)
-    assert set(ids) == set(site.expected_unique_docs()), "a distinct document was lost"
-    assert max(ids.values()) == 1, [d for d, n in ids.items() if n > 1]
-    for r in results:
-        for item in r["dropped"]:
-            original = item["reason"].split("near-duplicate of ", 1)[1].split(" (", 1)[0]
-            assert site.lookup(item["url"]).doc_id == site.lookup(original).doc_id
+    crawl_runner.assert_each_document_once(site, results)
 
     # SCHEDULER_PERSIST: the queue is empty, and our URL filter and index are kept.
     assert client.zcard("sr2:requests") == 0
