@@ -321,11 +321,12 @@ def _prepared() -> Any:
 class FastReadings:
     """Per site, whether trafilatura's fast mode reads its pages in full: a site's template
     decides that. A site whose would-be drops were read again ``trust_after`` times without
-    the full reading saying more has only one in ``sample_every`` read again (the others
-    trust the fast reading). Once a full reading says more, the site *reads short*: each of
-    its drops is read again, and its pages are read in full from the start (so that a later
-    copy is compared with the full text of the page kept, not with a part of it). Bounded:
-    the ``max_sites`` least recently seen sites."""
+    the full reading saying more has only one page in ``sample_every`` checked (read again
+    if it would be dropped; the others trust the fast reading, and skip the check). Once a
+    full reading says more, the site *reads short*: each of its drops is read again, and its
+    pages are read in full from the start (so that a later copy is compared with the full
+    text of the page kept, not with a part of it). Bounded: the ``max_sites`` least recently
+    seen sites."""
 
     def __init__(self, trust_after: int = 16, sample_every: int = 8, max_sites: int = 4096):
         self.trust_after, self.sample_every, self.max_sites = trust_after, sample_every, max_sites

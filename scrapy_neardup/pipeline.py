@@ -148,7 +148,7 @@ class NearDupPipeline:
         does not hold it. Only would-be drops pay for it (a third more per page read), and on
         a site whose fast readings proved complete only some of them (:class:`FastReadings`)."""
         body, page.body = page.body, None
-        state, site = self.state, site_of(key)
+        state, site = self.state, site_of(page.url)  # as the middleware reads it
         if not state.readings.should_reread(site) or not await state.would_drop(key, page.signed):
             return page.signed
         state.inc("neardup/extract/reread")

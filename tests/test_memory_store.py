@@ -172,3 +172,33 @@ def test_verified_signatures_are_kept_on_disk_not_as_objects() -> None:
         for i in (3, 14, 15, 29):
             verdict = dedup.check(f"https://c.org/{i}", texts[i] + " one more word")
             assert verdict.duplicate_of == f"https://a.org/{i}", backend
+
+
+@pytest.mark.parametrize("fails", ["mkstemp", "write"])
+def test_a_signature_file_that_cannot_be_written_keeps_them_in_memory(
+    fails: str, monkeypatch, caplog
+) -> None:
+    """No temporary directory, or a full disk: logged once, and the store goes on with the
+    signatures in memory; none written before is lost."""
+    import errno
+    import logging
+
+    from scrapy_neardup.storage import memory
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    data = [bytes([i]) * 300 for i in range(60)]
+    with caplog.at_level(logging.WARNING, logger="scrapy_neardup"):
+        if fails == "mkstemp":
+            monkeypatch.setattr(memory.tempfile, "mkstemp", broken)
+        signature_file = memory._SignatureFile()
+        ends = [signature_file.append(d) for d in data[:20]]
+        signature_file._write()  # on disk, unless there is no file
+        monkeypatch.setattr(memory.os, "write", broken)
+        ends += [signature_file.append(d) for d in data[20:]]
+        signature_file._write()
+        signature_file._write()
+    assert sum("signature file" in r.getMessage() for r in caplog.records) == 1
+    for i, (start, end) in enumerate(zip([0, *ends[:-1]], ends, strict=True)):
+        assert signature_file.read(start, end) == data[i]

@@ -40,6 +40,7 @@ verified signatures, as a crawl indexes them, see ``bench/bench_memory.py``.
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import tempfile
@@ -52,6 +53,8 @@ import numpy as np
 import xxhash
 
 from scrapy_neardup.algorithms.base import Verifier
+
+logger = logging.getLogger(__name__)
 
 _MASK64 = (1 << 64) - 1
 #: Postings held in the dict before they become a sorted run: ~6 MB of dict at most, and big
@@ -256,15 +259,31 @@ class _SignatureFile:
     """Bytes appended to an unlinked temporary file and read back with ``pread``: what only
     a candidate's verification reads (a signature and its phrase filter, 1-2 KB a page) is
     kept out of the process's memory. The OS caches the file as it can; the last
-    :data:`TAIL` bytes wait in memory before they are written."""
+    :data:`TAIL` bytes wait in memory before they are written.
+
+    A file that cannot be made or written (no temporary directory, a full disk) is logged
+    once, and what it would have held stays in memory: the crawl goes on, nothing lost."""
 
     def __init__(self) -> None:
-        handle, path = tempfile.mkstemp(prefix="neardup-signatures-")
+        self._fd: int | None = None
+        self._writable = True
+        self._written = 0
+        self._tail = bytearray()
+        try:
+            handle, path = tempfile.mkstemp(prefix="neardup-signatures-")
+        except OSError as exc:
+            self._give_up(exc)
+            return
         os.unlink(path)  # gone with the process, whatever way it ends
         self._fd = handle
         self._finalizer = weakref.finalize(self, os.close, handle)
-        self._written = 0
-        self._tail = bytearray()
+
+    def _give_up(self, exc: OSError) -> None:
+        logger.warning(
+            "scrapy-neardup: cannot write the signature file (%s); signatures stay in memory",
+            exc,
+        )
+        self._writable = False  # what was written stays readable
 
     def append(self, data: bytes) -> int:
         """Append; returns the end offset of ``data``."""
@@ -274,17 +293,24 @@ class _SignatureFile:
         return self._written + len(self._tail)
 
     def _write(self) -> None:
-        view = memoryview(bytes(self._tail))
-        while view:
-            view = view[os.write(self._fd, view) :]
-        self._written += len(self._tail)
+        if self._fd is None or not self._writable:
+            return
+        data = bytes(self._tail)
+        done = 0
+        try:
+            while done < len(data):
+                done += os.write(self._fd, data[done:])
+        except OSError as exc:  # bytes past _written in the file are never read
+            self._give_up(exc)
+            return
+        self._written += done
         self._tail.clear()
 
     def read(self, start: int, end: int) -> bytes:
+        """The bytes of one append (the tail is written whole, so none straddles it)."""
         if start >= self._written:
             return bytes(self._tail[start - self._written : end - self._written])
-        if end > self._written:
-            self._write()
+        assert self._fd is not None  # bytes before _written are in the file
         data = os.pread(self._fd, end - start, start)
         if len(data) != end - start:
             raise OSError(f"signature file: read {len(data)} of {end - start} bytes")

@@ -117,14 +117,14 @@ def legacy_base(prefix: str) -> str:
     return f"{prefix}:neardup"
 
 
-def _glob(text: str) -> str:
+def glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 def scan_patterns(prefix: str) -> list[str]:
     """SCAN patterns of one crawl's keys (the prefix's glob characters escaped); a key they
     match is the crawl's when :func:`owned` says so."""
-    p = _glob(prefix)
+    p = glob_escape(prefix)
     return [f"{{{p}}}:neardup:*", f"{{{p}:*}}:neardup:*", f"{p}:neardup:*"]
 
 
@@ -149,14 +149,14 @@ def delete_prefix(client: Any, prefix: str) -> int:
             if owned(key.decode("utf-8", "surrogateescape"), prefix):
                 batch.append(key)
             if len(batch) >= 500:
-                deleted += _unlink(client, batch)
+                deleted += unlink_keys(client, batch)
                 batch.clear()
     if batch:
-        deleted += _unlink(client, batch)
+        deleted += unlink_keys(client, batch)
     return deleted
 
 
-def _unlink(client: Any, keys: list[bytes]) -> int:
+def unlink_keys(client: Any, keys: list[bytes]) -> int:
     # One key per call on a cluster: keys of several slots cannot go in one command.
     if hasattr(client, "get_nodes"):
         return sum(client.unlink(key) for key in keys)

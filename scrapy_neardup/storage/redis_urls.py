@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 # ``redis`` through redis_client: without the package, that import says what to install.
-from scrapy_neardup.storage.redis_client import _glob, _unlink, key_base, part_base, redis
+from scrapy_neardup.storage.redis_client import glob_escape, key_base, part_base, redis, unlink_keys
 from scrapy_neardup.urls import _MAX_STAGE_RATE, _bloom_size
 
 #: Bits per bitmap key: 2**29 bits = 64 MiB, an eighth of Redis's 512 MB string limit.
@@ -386,9 +386,9 @@ def clear_url_filter(client: redis.Redis, prefix: str) -> int:
     """Delete the crawl's URL filter (every stage and bitmap, or the RedisBloom key) and its
     recorded parameters; the content indexes stay. Returns the number of keys deleted."""
     base, urls = key_base(prefix), part_base(prefix, "urls")
-    keys = [urls.encode(), *client.scan_iter(match=_glob(urls) + ":*", count=1000)]
+    keys = [urls.encode(), *client.scan_iter(match=glob_escape(urls) + ":*", count=1000)]
     deleted = 0
     for start in range(0, len(keys), 500):
-        deleted += _unlink(client, keys[start : start + 500])
+        deleted += unlink_keys(client, keys[start : start + 500])
     client.hdel(f"{base}:meta", "urls")
     return deleted
