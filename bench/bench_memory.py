@@ -14,6 +14,9 @@ file, on disk), for the compact store (``storage/memory.py``) and for the dict s
 replaced (reproduced here, the peer; up to 100,000 documents), each in a child process of its
 own.
 
+For MinHash, also the LSHBloom index (``NEARDUP_INDEX = "lshbloom"``, its default window of
+100,000 documents, ``storage/lshbloom.py``).
+
 Then the bytes per document in Redis (``INFO memory``) for every backend, 2,000 documents
 checked through the Redis state on a redis-server of its own.
 
@@ -43,10 +46,12 @@ from corpus import load_article_bodies  # noqa: E402
 from scrapy_neardup.algorithms import METHODS, make_method  # noqa: E402
 from scrapy_neardup.algorithms.containment import Verified  # noqa: E402
 from scrapy_neardup.engine import Index  # noqa: E402
+from scrapy_neardup.storage.lshbloom import LSHBloomStore  # noqa: E402
 from scrapy_neardup.storage.memory import MemoryBucketStore  # noqa: E402
 from scrapy_neardup.text import Document  # noqa: E402
 
 SIGNED = 400  # distinct real documents signed; the N indexed are redrawn from them
+LSHBLOOM_WINDOW = 100_000  # NEARDUP_LSHBLOOM_WINDOW's default
 
 
 class DictStore:
@@ -113,7 +118,12 @@ def fill(name: str, store_name: str, sizes: list[int], seed: int, queue: Any) ->
     signed = [method.signature(Document(t)) for t in documents(SIGNED, seed)]
     signed = [s for s in signed if s[1].count]
     rng = np.random.default_rng(seed)
-    store = MemoryBucketStore(codec=method) if store_name == "compact" else DictStore()
+    if store_name == "compact":
+        store: Any = MemoryBucketStore(codec=method)
+    elif store_name == "lshbloom":
+        store = LSHBloomStore(codec=method, window=LSHBLOOM_WINDOW)
+    else:
+        store = DictStore()
     index = Index(method, store)
     gc.collect()
     rss0 = rss_bytes()
@@ -128,8 +138,9 @@ def fill(name: str, store_name: str, sizes: list[int], seed: int, queue: Any) ->
             )
             done += 1
         gc.collect()
-        file = getattr(store, "_file", None)
-        disk = file.append(b"") if file is not None else 0  # its length
+        stores = store._stores() if store_name == "lshbloom" else [store]
+        files = [f for f in (getattr(s, "_file", None) for s in stores) if f is not None]
+        disk = sum(f.append(b"") for f in files)  # their lengths (the window's, for LSHBloom)
         out.append({"n": size, "rss_per_doc": (rss_bytes() - rss0) / size, "disk": disk / size})
     queue.put(out)
 
@@ -187,9 +198,10 @@ def run(n: int = 1_000_000, backends: tuple[str, ...] = ("minhash", "spotsigs"))
     results: dict[str, Any] = {}
     print(f"{'backend':<10}{'store':<10}{'documents':>11}{'RSS B/doc':>11}{'on disk B/doc':>15}")
     for name in backends:
-        for store_name in ("compact", "dict"):
+        store_names = ("compact", "dict", "lshbloom") if name == "minhash" else ("compact", "dict")
+        for store_name in store_names:
             # The dict store takes 28 KB a SpotSigs document: it stops at 100,000.
-            found = measure(name, store_name, sizes if store_name == "compact" else peer, 7)
+            found = measure(name, store_name, peer if store_name == "dict" else sizes, 7)
             results[f"{name}/{store_name}"] = found
             for row in found:
                 print(
@@ -206,6 +218,15 @@ def run(n: int = 1_000_000, backends: tuple[str, ...] = ("minhash", "spotsigs"))
             f" (target <= {targets[name]:,}: {met}), {ours['disk']:,.0f} B/doc of signatures"
             " and phrase filters in the signature file"
         )
+        if "lshbloom" in store_names:
+            bloom = results[f"{name}/lshbloom"][-1]
+            print(
+                f"{name}: LSHBloom (window {LSHBLOOM_WINDOW:,}) at {bloom['n']:,}: "
+                f"{bloom['rss_per_doc']:,.0f} B/doc in memory, "
+                f"{bloom['rss_per_doc'] / ours['rss_per_doc']:.2f}x the compact store, "
+                f"{bloom['rss_per_doc'] / theirs['rss_per_doc']:.3f}x the dict store at "
+                f"{theirs['n']:,}; {bloom['disk']:,.0f} B/doc on disk (the window's, spread)"
+            )
     results["redis"] = redis_bytes()
     return results
 

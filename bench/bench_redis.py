@@ -217,6 +217,66 @@ def ours_dupefilter_check(port: int, n: int) -> tuple[Callable[[list[Request]], 
     return check, dupefilter
 
 
+#: Links a page yields, for the crawl-path row (a news or documentation page has tens).
+LINKS_PER_PAGE = 50
+
+
+def ours_links_check(port: int, n: int) -> tuple[Callable[[list[Request]], int], Any]:
+    """The crawl's path with Redis: LinkBatchMiddleware takes a page's links (LINKS_PER_PAGE
+    requests of one spider output), test-and-sets them in one call awaited off the reactor
+    thread, and the dupefilter answers each from that, as the scheduler calls it."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.dupefilter import NearDupDupeFilter
+    from scrapy_neardup.middlewares import LinkBatchMiddleware
+
+    settings = {
+        "NEARDUP_STORAGE": "redis",
+        "NEARDUP_REDIS_URL": f"redis://127.0.0.1:{port}/0",
+        "NEARDUP_KEY_PREFIX": "bench",
+        "NEARDUP_BLOOM_CAPACITY": n,
+    }
+    crawler = get_crawler(settings_dict=settings)
+    dupefilter = NearDupDupeFilter.from_crawler(crawler)
+    dupefilter.open()
+    middleware = LinkBatchMiddleware.from_crawler(crawler)
+    state = dupefilter.state
+    for client in (state.redis_client, state.redis_url_client):
+        client.connection_pool.connection_class = CountingConnection
+        client.connection_pool.reset()
+
+    async def page(links: list[Request]) -> Any:
+        for link in links:
+            yield link
+
+    async def crawl(requests: list[Request]) -> int:
+        filtered = 0
+        for start in range(0, len(requests), LINKS_PER_PAGE):
+            output = page(requests[start : start + LINKS_PER_PAGE])
+            async for request in middleware.process_spider_output(None, output):
+                filtered += dupefilter.request_seen(request)
+        return filtered
+
+    def check(requests: list[Request]) -> int:
+        from scrapy.utils.defer import deferred_from_coro
+        from twisted.internet import reactor
+
+        result: list[Any] = []
+
+        def go() -> None:
+            done = deferred_from_coro(crawl(requests))
+            done.addBoth(result.append)
+            done.addBoth(lambda _: reactor.stop())
+
+        reactor.callWhenRunning(go)
+        reactor.run(installSignalHandlers=False)  # once per process: this row runs once
+        if not isinstance(result[0], int):
+            result[0].raiseException()
+        return result[0]
+
+    return check, dupefilter
+
+
 def run(n: int) -> list[dict[str, Any]]:
     urls, variants, source = make_urls(n)
     requests = [Request(u) for u in urls]
@@ -229,6 +289,7 @@ def run(n: int) -> list[dict[str, Any]]:
             print("  (no RedisBloom module on this server: BF.ADD path not measured)")
         bloom_check, bloom_name = bloomfilter_check(client, n)
         dupefilter_check, dupefilter = ours_dupefilter_check(server.port, n)
+        links_check, links_dupefilter = ours_links_check(server.port, n)
         # Its one-command-per-bit costs ~20 round trips a request: a subset keeps it short.
         bloom_share = requests[: min(len(requests), 30_000)]
         rows = [
@@ -242,8 +303,15 @@ def run(n: int) -> list[dict[str, Any]]:
                 ours_batched_check(client, n),
             ),
             measure("scrapy-neardup dupefilter (RedisState)", client, requests, dupefilter_check),
+            measure(
+                f"scrapy-neardup crawl path ({LINKS_PER_PAGE} links/page)",
+                client,
+                requests,
+                links_check,
+            ),
         ]
         dupefilter.close("finished")
+        links_dupefilter.close("finished")
         client.close()
     return rows
 

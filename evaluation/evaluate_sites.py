@@ -72,6 +72,11 @@ ALL_BACKENDS = [
     "cosine",
     "exact",
 ]
+#: Not in the default list: MinHash on the LSHBloom index (NEARDUP_INDEX = "lshbloom") with
+#: a window far smaller than a site (``--lshbloom-window``), so that most earlier pages are
+#: known only to its band filter: how many copies it then keeps unverified, and that every
+#: drop is still verified.
+LSHBLOOM = "minhash+lshbloom"
 DEFAULT_CACHE = Path.home() / ".cache" / "scrapy-neardup" / "sites"
 LOSSY_BELOW = 0.8  # issue 12: a drop that keeps less than 80 % of the page's 3-shingles
 SHINGLE = 3
@@ -242,7 +247,7 @@ class PlainSpider(scrapy.Spider):
     allowed_domains = ["127.0.0.1"]
     start_urls = [START]
     custom_settings = {"ADDONS": {"scrapy_neardup.Addon": 500}, "LOG_LEVEL": "WARNING",
-                       "NEARDUP_BACKEND": BACKEND, "NEARDUP_WORKERS": 1,
+                       "NEARDUP_BACKEND": BACKEND, "NEARDUP_WORKERS": 1, **EXTRA,
                        "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
                        "ROBOTSTXT_OBEY": False, "TELNETCONSOLE_ENABLED": False}
 
@@ -281,10 +286,21 @@ class PlainSpider(scrapy.Spider):
 REASON = re.compile(r"near-duplicate of (\S+) \((\w+), similarity ([0-9.]+)")
 
 
-def crawl_site(root: Path, pages: list[str], entries: Iterable[str], backend: str) -> dict:
+def crawl_site(
+    root: Path,
+    pages: list[str],
+    entries: Iterable[str],
+    backend: str,
+    lshbloom_window: int = 0,
+) -> dict:
     """Serve ``pages`` (others are 404) under an index page linking the entries, crawl them
-    with the plugin on ``backend``; kept URLs and drops ``[url, original, method, similarity]``
-    as site-relative paths."""
+    with the plugin on ``backend`` (:data:`LSHBLOOM`: minhash on the LSHBloom index of
+    ``lshbloom_window`` documents); kept URLs and drops ``[url, original, method,
+    similarity]`` as site-relative paths."""
+    method, extra = backend, {}
+    if backend == LSHBLOOM:
+        method = "minhash"
+        extra = {"NEARDUP_INDEX": "lshbloom", "NEARDUP_LSHBLOOM_WINDOW": lshbloom_window}
     allowed = set(pages)
     start = "".join(f'<a href="/{p}">{p}</a>\n' for p in entries if p in allowed)
 
@@ -297,7 +313,7 @@ def crawl_site(root: Path, pages: list[str], entries: Iterable[str], backend: st
     server = serve_pages(body_of)
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        result = run_spider(SPIDER, START=f"{base}/", BACKEND=backend)
+        result = run_spider(SPIDER, START=f"{base}/", BACKEND=method, EXTRA=extra)
     finally:
         server.shutdown()
         server.server_close()
@@ -473,6 +489,27 @@ def summary(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def lshbloom_summary(results: list[dict]) -> str:
+    """LSHBloom against the bucket index, per site: what its window let through."""
+    cell = {(r["site"], r["backend"]): r for r in results}
+    lines = [
+        f"{LSHBLOOM} against minhash: drops (lossy); kept unverified; pages minhash dropped "
+        "that it kept",
+    ]
+    for site in dict.fromkeys(r["site"] for r in results):
+        full, bloom = cell.get((site, "minhash")), cell.get((site, LSHBLOOM))
+        if full is None or bloom is None:
+            continue
+        kept = set(bloom["kept"])
+        missed = sum(1 for drop in full["drops"] if drop[0] in kept)
+        unverified = bloom["stats"].get("neardup/lshbloom/unverified", 0)
+        lines.append(
+            f"  {site:<22} {full['dropped']:>4} ({full['lossy']}) -> {bloom['dropped']:>4} "
+            f"({bloom['lossy']}); unverified {unverified:>4}; missed {missed:>4}"
+        )
+    return "\n".join(lines)
+
+
 HEADER = (
     f"{'site':<17}{'backend':<14}{'pages':>6}{'dropped':>8}{'lossy':>6}  "
     + " ".join(f"{lab:>5}" for lab in bin_labels())
@@ -491,6 +528,9 @@ def scored(site: Site, backend: str, served: int, crawled: dict, texts: Texts, s
     )
     if s.unscored:
         print(f"    {s.unscored} drops name no original: has the DropItem message changed?")
+    unverified = crawled["stats"].get("neardup/lshbloom/unverified")
+    if unverified is not None:
+        print(f"    {unverified} kept unverified (bands met, nothing in the window holds it)")
     for c, page, original, method, similarity in s.worst:
         if c < LOSSY_BELOW:
             print(f"    {c:.3f}  {page}  dropped for  {original}  ({method} {similarity})")
@@ -517,6 +557,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sites", default="", help="comma-separated names (default: all)")
     parser.add_argument("--max-pages", type=int, default=700, help="pages per site")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument(
+        "--lshbloom-window", type=int, default=50, help=f"documents verified, for {LSHBLOOM}"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "evaluation" / "out" / "sites")
     parser.add_argument(
         "--rescore", action="store_true", help="score the crawls of --out again, no crawling"
@@ -524,9 +567,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     backends = [b for b in args.backends.split(",") if b]
     wanted = {s for s in args.sites.split(",") if s}
-    unknown = [b for b in backends if b not in ALL_BACKENDS]
+    unknown = [b for b in backends if b not in [*ALL_BACKENDS, LSHBLOOM]]
     if unknown:
-        parser.error(f"unknown backends {unknown}; known: {ALL_BACKENDS}")
+        parser.error(f"unknown backends {unknown}; known: {[*ALL_BACKENDS, LSHBLOOM]}")
     if not shutil.which("apt-get") or not shutil.which("dpkg-deb"):
         print("evaluate_sites: needs apt-get and dpkg-deb (a Debian-based system); skipped")
         return 0
@@ -556,13 +599,15 @@ def main(argv: list[str] | None = None) -> int:
         print(HEADER)
         for backend in backends:
             t0 = time.perf_counter()
-            crawled = crawl_site(root, pages, site.entries, backend)
+            crawled = crawl_site(root, pages, site.entries, backend, args.lshbloom_window)
             sec = time.perf_counter() - t0
             results.append(scored(site, backend, len(pages), crawled, texts, sec))
             texts.save()
     args.out.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1))
     print(f"\n{summary(results)}\n\nresults: {out}")
+    if {"minhash", LSHBLOOM} <= set(backends):
+        print(f"\n{lshbloom_summary(results)}")
     return 0
 
 

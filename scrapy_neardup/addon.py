@@ -8,7 +8,12 @@ from scrapy.settings import BaseSettings
 
 from scrapy_neardup.config import bool_setting, enabled
 from scrapy_neardup.dupefilter import NearDupDupeFilter
-from scrapy_neardup.middlewares import FrontierMiddleware, PageTextMiddleware, UrlFilterMiddleware
+from scrapy_neardup.middlewares import (
+    FrontierMiddleware,
+    LinkBatchMiddleware,
+    PageTextMiddleware,
+    UrlFilterMiddleware,
+)
 from scrapy_neardup.pipeline import NearDupPipeline
 
 SCRAPY_DEFAULT_DUPEFILTER = "scrapy.dupefilters.RFPDupeFilter"
@@ -20,6 +25,8 @@ PAGE_TEXT_PRIORITY = 50
 PIPELINE_PRIORITY = 50
 # Next to the engine: it must see the spider's final output (see FrontierMiddleware).
 FRONTIER_PRIORITY = 10
+# Nearer still: what it records in Redis must be what reaches the scheduler.
+LINK_BATCH_PRIORITY = 5
 
 
 class Addon:
@@ -44,6 +51,9 @@ class Addon:
             )
             settings.set_in_component_priority_dict(
                 "SPIDER_MIDDLEWARES", FrontierMiddleware, FRONTIER_PRIORITY
+            )
+            settings.set_in_component_priority_dict(
+                "SPIDER_MIDDLEWARES", LinkBatchMiddleware, LINK_BATCH_PRIORITY
             )
         settings.set_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", PageTextMiddleware, PAGE_TEXT_PRIORITY

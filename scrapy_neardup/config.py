@@ -170,6 +170,9 @@ def _strip_params(settings: BaseSettings) -> tuple[str, ...]:
     return tuple(params)
 
 
+INDEXES = ("buckets", "lshbloom")
+
+
 def _choice(settings: BaseSettings, name: str, default: str, choices: tuple[str, ...]) -> str:
     value = settings.get(name, default)
     if not isinstance(value, str) or value.strip().lower() not in choices:
@@ -260,6 +263,9 @@ class NearDupConfig:
     simhash_k: int = 6
     min_tokens: int = 50
     backend_params: dict[str, Any] = field(default_factory=dict)
+    # "buckets", or "lshbloom" (scrapy_neardup.storage.lshbloom: minhash, in memory)
+    index: str = "buckets"
+    lshbloom_window: int = 100_000
     action: str = "drop"
     duplicate_of_field: str = "duplicate_of"
     similarity_field: str = "duplicate_similarity"
@@ -318,6 +324,8 @@ class NearDupConfig:
                 "NEARDUP_BACKEND_PARAMS",
                 "a dict of method options, or a JSON object like '{\"num_perm\": 256}'",
             ),
+            index=_choice(s, "NEARDUP_INDEX", "buckets", INDEXES),
+            lshbloom_window=_int(s, "NEARDUP_LSHBLOOM_WINDOW", 100_000, 2),
             action=_choice(s, "NEARDUP_ACTION", "drop", ACTIONS),
             duplicate_of_field=_field_name(s, "NEARDUP_DUPLICATE_OF_FIELD", "duplicate_of"),
             similarity_field=_field_name(s, "NEARDUP_SIMILARITY_FIELD", "duplicate_similarity"),
@@ -333,7 +341,34 @@ class NearDupConfig:
             debug=bool_setting(s, "NEARDUP_DEBUG", False),
         )
         config.make_method()  # unknown backend options fail here, at start
+        if config.index == "lshbloom":
+            if config.backend != "minhash":
+                raise ConfigError(
+                    "NEARDUP_INDEX",
+                    "lshbloom",
+                    f"'buckets' with NEARDUP_BACKEND="
+                    f"{config.backend!r} (LSHBloom keeps MinHash's bands; use 'minhash')",
+                )
+            if config.storage.lower() == "redis":
+                raise ConfigError(
+                    "NEARDUP_INDEX",
+                    "lshbloom",
+                    "'buckets' with NEARDUP_STORAGE='redis' (LSHBloom is a memory index)",
+                )
         return config
+
+    def stores(self) -> Any:
+        """The engine's store factory for a memory state: LSHBloom for the method's index
+        when NEARDUP_INDEX says so, the compact memory store for everything else."""
+        from scrapy_neardup.storage.lshbloom import LSHBloomStore
+        from scrapy_neardup.storage.memory import MemoryBucketStore
+
+        def make(name: str, codec: Any) -> Any:
+            if self.index == "lshbloom" and name != "exact":
+                return LSHBloomStore(codec, window=self.lshbloom_window)
+            return MemoryBucketStore(codec=codec)
+
+        return make
 
     def make_method(self) -> Any:
         from scrapy_neardup.algorithms import make_method

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 CHECKED_META = "_neardup_checked_url"
+#: ``(url, seen)``: the answer LinkBatchMiddleware got for the request, in one round trip
+#: with the other links of its response; taken here, before the request is queued.
+ANSWERED_META = "_neardup_answered"
 
 
 class NearDupDupeFilter(RFPDupeFilter):
@@ -70,6 +73,7 @@ class NearDupDupeFilter(RFPDupeFilter):
 
     def open(self) -> None:
         self.state.attach(self)
+        self.state.dupefilter = self  # LinkBatchMiddleware asks it for request keys
 
     def close(self, reason: str) -> None:
         """Flushes and releases the state (the last of its users closes it), so that another
@@ -87,10 +91,14 @@ class NearDupDupeFilter(RFPDupeFilter):
             return False
         if meta.get(RECOVERED_META) == request.url:
             return False  # queued again after a crash: recorded already, crawled once more
+        answered = meta.pop(ANSWERED_META, None)
+        if answered is not None and answered[0] == request.url:
+            meta[CHECKED_META] = request.url
+            return bool(answered[1])
         state = self.state
         state.open()  # scrapy-redis's scheduler never calls open()
         try:
-            key = state.request_key(request, self._legacy_fingerprinter())
+            key = self.request_key(request)
         except InvalidURL:
             state.inc("neardup/urls/invalid")
             return False
@@ -99,6 +107,10 @@ class NearDupDupeFilter(RFPDupeFilter):
         if frontier is None:
             return state.key_seen(key)
         return state.key_seen(key, lambda fp: frontier.schedule(request, fp))
+
+    def request_key(self, request: Request) -> bytes:
+        """What this filter records for ``request`` (raises InvalidURL)."""
+        return self.state.request_key(request, self._legacy_fingerprinter())
 
     def _legacy_fingerprinter(self) -> Any:
         """A subclass that overrides ``request_fingerprint()`` (deprecated in Scrapy, still

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter, is_item
 from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Request as _Request
 from scrapy.http import TextResponse
 from w3lib.url import safe_url_string
 
-from scrapy_neardup.dupefilter import CHECKED_META
+from scrapy_neardup.dupefilter import ANSWERED_META, CHECKED_META
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.extraction import Extracted, PageLimitError
 from scrapy_neardup.frontier import FRONTIER_META, RECOVERED_META
@@ -441,9 +442,91 @@ class FrontierMiddleware:
             self.state.frontier.done(output.response.request)
 
 
+#: Requests per round trip at most (the Redis URL filter's script takes 1,000 per call).
+LINK_BATCH = 1000
+
+
+class LinkBatchMiddleware:
+    """With a shared state (Redis): the links of a response checked in one round trip.
+
+    Scrapy's scheduler hands the dupefilter one request at a time, and over Redis that is a
+    round trip per link, tens a page, waited for on the reactor thread. Next to the engine
+    (order 5: after every spider middleware that may still drop a request, so that nothing
+    is recorded that the scheduler would not see), this middleware holds the requests of one
+    spider output back until an item or the end of the output comes (at most
+    :data:`LINK_BATCH`, so the output keeps its order), test-and-sets their keys in one call
+    awaited off the reactor thread, and leaves each answer in its request for the dupefilter:
+    filtering, its log line and ``dupefilter/filtered`` stay Scrapy's. Requests the
+    dupefilter never sees (``dont_filter``, ``neardup_skip``) are left alone; when Redis is
+    unavailable the requests go on unanswered and the dupefilter's outage rules apply. Off
+    (NotConfigured) with a local state, whose checks cost no round trip.
+    """
+
+    def __init__(self, state: NearDupState) -> None:
+        self.state = state
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> LinkBatchMiddleware:
+        state = NearDupState.from_crawler(crawler)
+        config = state.config
+        if not (config.enabled and config.url_filter and state.remote):
+            raise NotConfigured  # no message: Scrapy would warn on every local crawl
+        return cls(state)
+
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any], spider: Any = None
+    ) -> AsyncIterator[Any]:
+        held: list[Request] = []
+        async for obj in result:
+            if isinstance(obj, _Request):
+                held.append(obj)
+                if len(held) < LINK_BATCH:
+                    continue
+            if held:
+                await self._answer(held)
+                for request in held:
+                    yield request
+                held = []
+            if not isinstance(obj, _Request):
+                yield obj
+        if held:
+            await self._answer(held)
+            for request in held:
+                yield request
+
+    async def _answer(self, requests: list[Request]) -> None:
+        dupefilter = self.state.dupefilter
+        if dupefilter is None:
+            return  # another DUPEFILTER_CLASS: UrlFilterMiddleware checks each request
+        asked: list[Request] = []
+        keys: list[bytes] = []
+        for request in requests:
+            meta = request.meta
+            if request.dont_filter or meta.get("neardup_skip") or RECOVERED_META in meta:
+                continue
+            try:
+                keys.append(dupefilter.request_key(request))
+            except Exception:  # an invalid URL, a fingerprinter that fails on it
+                continue  # left to the dupefilter, which counts or raises it as before
+            asked.append(request)
+        if not keys:
+            return
+        try:
+            answers = await self.state.keys_seen(keys)
+        except Exception:  # not a Redis error (those are an outage): a bug, say so
+            logger.exception("scrapy-neardup: the links of a page could not be checked at once")
+            return  # the dupefilter checks each: no request is lost
+        if answers is None:
+            return
+        for request, seen in zip(asked, answers, strict=True):
+            request.meta[ANSWERED_META] = (request.url, seen)
+        self.state.inc("neardup/urls/batched", len(asked))
+
+
 __all__ = [
     "Extracted",
     "FrontierMiddleware",
+    "LinkBatchMiddleware",
     "PageTextMiddleware",
     "UrlFilterMiddleware",
     "find_canonical",

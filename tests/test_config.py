@@ -103,6 +103,8 @@ COMMAND_LINE = [
     ("NEARDUP_BACKEND_PARAMS", '{"num_perm": 256}', "backend_params", {"num_perm": 256}),
     ("NEARDUP_BACKEND_PARAMS", "", "backend_params", {}),
     ("NEARDUP_MIN_TOKENS", "20", "min_tokens", 20),
+    ("NEARDUP_INDEX", "LSHBloom", "index", "lshbloom"),
+    ("NEARDUP_LSHBLOOM_WINDOW", "5000", "lshbloom_window", 5000),
     ("NEARDUP_ACTION", "Tag", "action", "tag"),
     ("NEARDUP_DUPLICATE_OF_FIELD", "original", "duplicate_of_field", "original"),
     ("NEARDUP_SIMILARITY_FIELD", "score", "similarity_field", "score"),

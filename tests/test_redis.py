@@ -478,6 +478,27 @@ def test_two_crawlers_share_one_redis(client, server, site, site_url, tmp_path) 
     assert not client.keys("*two*")
 
 
+def test_a_pages_links_are_checked_in_one_round_trip(
+    client, server, site, site_url, tmp_path
+) -> None:
+    """LinkBatchMiddleware: the links a page yields are test-and-set in Redis in one script
+    call, and the scheduler still filters, logs and counts what Redis knew (one call per
+    request would take more script calls than there are requests)."""
+    client.config_resetstat()
+    out = tmp_path / "batch.json"
+    result = finish(start_crawl(site_url, out, **redis_settings(server, "batch")), out)
+    stats = result["stats"]
+    crawl_runner.assert_each_document_once(site, [result])
+    assert "Traceback" not in result["stderr"]
+    checked = stats["scheduler/enqueued"] + stats["dupefilter/filtered"]
+    assert stats["dupefilter/filtered"] == stats["neardup/urls/filtered"] > 1000
+    assert stats["neardup/urls/batched"] >= 0.9 * checked
+    # Every script call of the crawl (URL batches, and the content checks of 78 items).
+    calls = client.info("commandstats")["cmdstat_evalsha"]["calls"]
+    assert calls < checked / 3, (calls, checked)
+    assert stats["response_received_count"] <= len(site.pages) + 5  # each page fetched once
+
+
 def _wait_for_urls(client, prefix: str, at_least: int, proc: subprocess.Popen) -> int:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:

@@ -69,6 +69,8 @@ class NearDupState:
 
     #: The journaled crawl frontier (scrapy_neardup.frontier), where the storage keeps one.
     frontier: Any = None
+    #: The crawl's NearDupDupeFilter once open (None when DUPEFILTER_CLASS is another).
+    dupefilter: Any = None
     #: Whether checks reach a server: components then await the async forms of the checks
     #: (:meth:`key_seen_async`, :meth:`check_item`) rather than call the synchronous ones.
     remote = False
@@ -230,6 +232,12 @@ class NearDupState:
     async def key_seen_async(self, key: bytes) -> bool:
         """:meth:`key_seen` for callers that can wait (the downloader middleware)."""
         return self.key_seen(key)
+
+    async def keys_seen(self, keys: list[bytes]) -> list[bool] | None:
+        """Test and set of many keys at once, in order (a key twice: the second is seen), or
+        None: not checked, the dupefilter checks each (a local state's check costs no round
+        trip to save, and its frontier journals each new request as it is checked)."""
+        return None
 
     def late_check(self, key: bytes) -> Awaitable[bool] | None:
         """A check of ``key`` that :meth:`key_seen` let through before its answer came, if

@@ -15,6 +15,8 @@ the state directory::
                      behind a checksum header
     content.journal  kept documents and duplicates since the snapshot (records in
                      scrapy_neardup.storage.journal)
+    content.lshbloom with NEARDUP_INDEX = "lshbloom": the band filter, whose documents
+                     before the window are in no other file (LSHBloomStore.to_bytes())
     frontier.journal requests let through the URL filter and not done yet, so that a crawl
                      killed with SIGKILL crawls them again (scrapy_neardup.frontier); only
                      written when FrontierMiddleware is on to mark requests done
@@ -52,6 +54,7 @@ from scrapy_neardup.storage.journal import (
     load_snapshot,
     save_snapshot,
 )
+from scrapy_neardup.storage.lshbloom import LSHBloomStore
 from scrapy_neardup.storage.texts import TEXTS_FILE, TextFile
 from scrapy_neardup.urls import ScalableBloomFilter
 
@@ -62,6 +65,7 @@ T = TypeVar("T")
 URL_SNAPSHOT, URL_JOURNAL = "urls.bloom", "urls.journal"
 URL_CONFIRM = "urls.sqlite"
 CONTENT_SNAPSHOT, CONTENT_JOURNAL = "content.state", "content.journal"
+LSHBLOOM_SNAPSHOT = "content.lshbloom"
 #: Seconds between two periodic syncs at least (NEARDUP_FLUSH_INTERVAL=0 syncs every record).
 MIN_SYNC_PERIOD = 0.2
 #: Documents kept last before a crash whose items may not have reached the feed: far more than
@@ -116,7 +120,9 @@ class FileState(NearDupState):
         super().__init__(*args, **kwargs)
         config = self.config
         self.urls = ScalableBloomFilter(config.bloom_capacity, config.bloom_error_rate)
-        self.dedup = Deduplicator(config.make_method(), min_tokens=config.min_tokens)
+        self.dedup = Deduplicator(
+            config.make_method(), min_tokens=config.min_tokens, stores=config.stores()
+        )
         self._url_journal: Journal | None = None
         self._content_journal: Journal | None = None
         self.frontier: Frontier | None = None
@@ -236,6 +242,16 @@ class FileState(NearDupState):
 
     def _load_content(self, directory: Path) -> None:
         _parse_snapshot(directory / CONTENT_SNAPSHOT, self.dedup.load_bytes)
+        lshbloom = self._lshbloom()
+        path = directory / LSHBLOOM_SNAPSHOT
+        if lshbloom is not None:
+            _parse_snapshot(path, lshbloom.load_bytes)
+        elif path.exists():  # its documents before the window are in no other file
+            raise StateError(
+                "this state was written with NEARDUP_INDEX = 'lshbloom'; set it again, or "
+                "start a new state",
+                path=str(path),
+            )
         self._content_journal = Journal(directory / CONTENT_JOURNAL, self.config.flush_interval)
         recorder = ContentJournal(self._content_journal, self.dedup)
         for payload in self._content_journal.open():
@@ -382,6 +398,9 @@ class FileState(NearDupState):
         if directory is not None and self._opened:
             save_snapshot(directory / URL_SNAPSHOT, self.urls.to_bytes())
             save_snapshot(directory / CONTENT_SNAPSHOT, self.dedup.to_bytes())
+            lshbloom = self._lshbloom()
+            if lshbloom is not None:
+                save_snapshot(directory / LSHBLOOM_SNAPSHOT, lshbloom.to_bytes())
             for journal in (self._url_journal, self._content_journal):
                 if journal is not None:
                     journal.reset()
@@ -445,6 +464,18 @@ class FileState(NearDupState):
                 with contextlib.suppress(StateError, sqlite3.Error):
                     store.close()
             return failed
+
+    def _lshbloom(self) -> LSHBloomStore | None:
+        near = self.dedup.near
+        store = near.store if near is not None else None
+        return store if isinstance(store, LSHBloomStore) else None
+
+    def set_final_stats(self) -> None:
+        super().set_final_stats()
+        lshbloom = self._lshbloom()
+        if lshbloom is not None and self.stats is not None:
+            self.stats.set_value("neardup/lshbloom/unverified", lshbloom.unverified)
+            self.stats.set_value("neardup/lshbloom/size_bytes", lshbloom.size_in_bytes)
 
     def clear_urls(self) -> None:
         config = self.config

@@ -10,8 +10,11 @@ own client, every call bounded by ``NEARDUP_REDIS_TIMEOUT`` and never retried by
 failed call is an outage, below; a Bloom test-and-set must not run twice): URL test-and-sets,
 which crawling waits on, in one; content checks, the health probe and the writing of what was
 let through during an outage in the other. The pipeline and the downloader middleware await
-them. The dupefilter cannot (Scrapy's scheduler wants a bool at once): it waits for the URL
-thread at most :data:`SYNC_WAIT` seconds per turn of the reactor, and not at all while that
+them. The links a page yields are checked ahead, all in one call awaited off the reactor
+thread (:class:`~scrapy_neardup.middlewares.LinkBatchMiddleware`), and the dupefilter answers
+them from that. For any other request the dupefilter cannot await (Scrapy's scheduler wants a
+bool at once): it waits for the URL thread at most :data:`SYNC_WAIT` seconds per turn of the
+reactor, and not at all while that
 thread has been stuck on a call for longer. Past that it answers from what this process
 knows and lets the request through; the check goes on in the thread, and the downloader
 middleware awaits its answer before the download, dropping the request then if Redis knew
@@ -497,6 +500,43 @@ class RedisState(NearDupState):
             return await await_future(self._submit(self._url_thread, self._url_job, key))
         except RedisUnavailable:
             return self._unchecked_url(key)
+
+    async def keys_seen(self, keys: list[bytes]) -> list[bool] | None:
+        """Test and set of ``keys`` in one script call, awaited off the reactor thread (a
+        response's links, from LinkBatchMiddleware). None during an outage or when the call
+        fails: the dupefilter then checks each key under the outage rules."""
+        if self._outage is not None:
+            return None
+        try:
+            return await await_future(self._submit(self._url_thread, self._keys_job, keys))
+        except RedisUnavailable:
+            return None
+
+    def _keys_job(self, keys: list[bytes]) -> list[bool]:
+        """In the URL thread: the keys this process met are seen; the others go to Redis."""
+        self._url_busy_since = time.monotonic()
+        try:
+            if self._outage is not None:
+                raise RedisUnavailable
+            with self._lock:
+                known = [key in self._local_urls for key in keys]
+            ask = [key for key, met in zip(keys, known, strict=True) if not met]
+            try:
+                self._connect_redis()
+                answers = iter(self.urls.add_many(ask) if ask else ())
+            except self.errors as exc:
+                self._redis_failed(exc)
+                raise RedisUnavailable from exc
+        finally:
+            self._url_busy_since = None
+        seen = [met or next(answers) for met in known]
+        with self._lock:
+            for key in ask:
+                self._local_urls.add(key)
+        new = seen.count(False)
+        if new:
+            self.inc("neardup/urls/recorded", new)
+        return seen
 
     def _known(self, key: bytes) -> bool:
         """Whether this process met ``key`` (recorded it in Redis, or let it through): then

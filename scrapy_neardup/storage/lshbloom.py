@@ -1,0 +1,154 @@
+"""An index after LSHBloom (Khan et al. 2024, arXiv 2411.04257), for crawls too large to keep
+even a key and a bucket entry per document.
+
+MinHash-LSH keeps, for each band, a table from the band's hash to the documents that have it.
+LSHBloom keeps only whether a band's hash was met: one Bloom filter of (band, hash) pairs. At
+the default 1e-5 per lookup that is about 24 bits per band, about 70 bytes a document for
+MinHash's default 23 bands, and the filter grows by stages
+(:class:`~scrapy_neardup.urls.ScalableBloomFilter`) so its rate holds at any size.
+
+A Bloom hit names no document, so it cannot be verified, and this project drops a page only
+when its text is verified to be in a kept one. So the most recent documents (``window``) are
+also kept in an ordinary store (two generations of
+:class:`~scrapy_neardup.storage.memory.MemoryBucketStore`: when the newer holds half the
+window, the older is let go), and a document is dropped only for a verified match there. A
+document whose bands hit the Bloom filter but that matches nothing in the window (a copy of
+an older page, or a false positive) is kept and counted in :attr:`LSHBloomStore.unverified`
+(``neardup/lshbloom/unverified`` in the crawl stats). Memory per document: the Bloom
+filter's bytes, plus the window's fixed cost spread over the crawl.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from scrapy_neardup.algorithms.base import Verifier
+from scrapy_neardup.storage.memory import MemoryBucketStore
+from scrapy_neardup.urls import ScalableBloomFilter
+
+#: Documents verified against, by default: about 36 MB of keys and buckets in memory for
+#: MinHash, and their signatures in the store's temporary file.
+DEFAULT_WINDOW = 100_000
+#: False-positive rate of the band filter, by default (the paper's order of magnitude).
+DEFAULT_ERROR_RATE = 1e-5
+#: The band filter's first stage, in bands (later stages double).
+FIRST_STAGE = 1 << 20
+
+_MASK = (1 << 64) - 1
+_BYTES = b"NDLB"  # magic of to_bytes()
+
+
+def _fingerprint(bucket: int) -> bytes:
+    """The 16 bytes the Bloom filter hashes from a 64-bit bucket key: the key and a second,
+    independent word from it (SplitMix64's finaliser), for the filter's double hashing."""
+    z = (bucket + 0x9E3779B97F4A7C15) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return (bucket & _MASK).to_bytes(8, "little") + (z ^ (z >> 31)).to_bytes(8, "little")
+
+
+class LSHBloomStore:
+    """A BucketStore whose buckets are a Bloom filter, verified in a window of recent ones."""
+
+    def __init__(
+        self,
+        codec: Any = None,
+        window: int = DEFAULT_WINDOW,
+        error_rate: float = DEFAULT_ERROR_RATE,
+    ) -> None:
+        if window < 2:
+            raise ValueError(f"the LSHBloom window must be at least 2 documents, got {window}")
+        self._codec = codec
+        self.window = window
+        self.bloom = ScalableBloomFilter(FIRST_STAGE, error_rate)
+        self._newer = MemoryBucketStore(codec=codec)
+        self._older: MemoryBucketStore | None = None
+        self._count = 0
+        #: Documents kept although their bands were met before (no verified match in the
+        #: window): copies of older pages, or the filter's false positives.
+        self.unverified = 0
+        self._lock = threading.Lock()
+
+    def _stores(self) -> list[MemoryBucketStore]:
+        return [s for s in (self._newer, self._older) if s is not None]
+
+    def _query(
+        self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None
+    ) -> list[tuple[str, float]]:
+        matches: list[tuple[str, float]] = []
+        for store in self._stores():
+            matches += store.query(signature, buckets, verify, probe)
+        return matches
+
+    def query(
+        self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None
+    ) -> list[tuple[str, float]]:
+        with self._lock:
+            return self._query(signature, buckets, verify, probe)
+
+    def query_and_add(
+        self,
+        key: str,
+        signature: Any,
+        buckets: list[int],
+        verify: Verifier,
+        probe: int | None = None,
+    ) -> list[tuple[str, float]]:
+        with self._lock:
+            matches = self._query(signature, buckets, verify, probe)
+            if not matches and self._add(key, signature, buckets):
+                self.unverified += 1  # its bands were met: unverified, so kept
+            return matches
+
+    def add(self, key: str, signature: Any, buckets: list[int]) -> None:
+        with self._lock:
+            self._add(key, signature, buckets)
+
+    def _add(self, key: str, signature: Any, buckets: list[int]) -> bool:
+        """Adds; returns whether a band of it was met before."""
+        met = False
+        for bucket in buckets:
+            met = self.bloom.add(_fingerprint(bucket)) or met
+        if len(self._newer) * 2 >= self.window:
+            self._older, self._newer = self._newer, MemoryBucketStore(codec=self._codec)
+        self._newer.add(key, signature, buckets)
+        self._count += 1
+        return met
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """The window's documents, oldest first (the filter is saved by :meth:`to_bytes`)."""
+        for store in reversed(self._stores()):
+            yield from store.items()
+
+    def __contains__(self, key: str) -> bool:
+        return any(key in store for store in self._stores())
+
+    def __len__(self) -> int:
+        """Documents added, the window's and the older ones."""
+        return self._count
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.bloom.size_in_bytes
+
+    def to_bytes(self) -> bytes:
+        """The band filter and the counts (``NDLB``, u64 count, u64 unverified, filter)."""
+        with self._lock:
+            head = _BYTES + struct.pack("<QQ", self._count, self.unverified)
+            return head + self.bloom.to_bytes()
+
+    def load_bytes(self, data: bytes) -> None:
+        """Restore :meth:`to_bytes`, taken with the content snapshot whose documents (the
+        window) were just added again: its filter holds theirs, its count counts them."""
+        if data[:4] != _BYTES or len(data) < 20:
+            raise ValueError("not an LSHBloom snapshot")
+        count, unverified = struct.unpack_from("<QQ", data, 4)
+        bloom = ScalableBloomFilter.from_bytes(data[20:])
+        with self._lock:
+            self.bloom, self._count, self.unverified = bloom, count, unverified
+
+
+__all__ = ["DEFAULT_ERROR_RATE", "DEFAULT_WINDOW", "LSHBloomStore"]
