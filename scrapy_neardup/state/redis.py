@@ -14,11 +14,10 @@ them. The links a page yields are checked ahead, all in one call awaited off the
 thread (:class:`~scrapy_neardup.middlewares.LinkBatchMiddleware`), and the dupefilter answers
 them from that. For any other request the dupefilter cannot await (Scrapy's scheduler wants a
 bool at once): it waits for the URL thread at most :data:`SYNC_WAIT` seconds per turn of the
-reactor, and not at all while that
-thread has been stuck on a call for longer. Past that it answers from what this process
-knows and lets the request through; the check goes on in the thread, and the downloader
-middleware awaits its answer before the download, dropping the request then if Redis knew
-it. A slow Redis so slows the crawl down, and never freezes it.
+reactor, and not at all while that thread has been stuck on a call for longer. Past that it
+answers from what this process knows and lets the request through; the check goes on in the
+thread, and the downloader middleware awaits its answer before the download, dropping the
+request then if Redis knew it. A slow Redis so slows the crawl down, and never freezes it.
 
 **Outages.** A call that fails (refused, timed out) starts an outage: one WARNING, counted in
 ``neardup/redis/errors``. Until it ends nothing waits on Redis (calls queued in the threads
