@@ -77,7 +77,8 @@ def ours_index(name: str) -> Runner:
     containment as the engine does (``Verified``)."""
 
     def run(docs: list[str]) -> int:
-        index = Index(Verified(make_method(name)), MemoryBucketStore())
+        method = Verified(make_method(name))
+        index = Index(method, MemoryBucketStore(codec=method))  # as the engine makes its stores
         return sum(1 for i, text in enumerate(docs) if index.query_and_add(_key(i), Document(text)))
 
     return run
@@ -524,7 +525,8 @@ def scale_backend(
     gen = Signatures(name, seed, model)
     gc.collect()
     rss0 = rss_bytes()
-    index = Index(make_method(name), MemoryBucketStore())
+    method = make_method(name)
+    index = Index(method, MemoryBucketStore(codec=method))  # as the engine makes its stores
     bases: list[Any] = []
     filled = 0
     chunk = 20_000

@@ -69,8 +69,10 @@ DEFAULTS = {
     "minhash": Config.of(
         "minhash", label="minhash (default)", threshold=0.4, num_perm=128, shingles="word:3"
     ),
-    "simhash": Config.of("simhash", label="simhash (default)", k=6, shingles="word:1"),
-    "spotsigs": Config.of("spotsigs", label="spotsigs (default)", threshold=0.5, chain=2),
+    "simhash": Config.of("simhash", label="simhash (default)", k=7, shingles="word:1", lines=20),
+    "spotsigs": Config.of(
+        "spotsigs", label="spotsigs (default)", threshold=0.5, chain=2, anchors=4
+    ),
     "imatch": Config.of(
         "imatch", label="imatch (default)", low=3.0, high=4.5, lexicons=20, keep=0.3, min_terms=15
     ),
@@ -86,7 +88,11 @@ PROPOSED = {
     "minhash": Config.of(
         "minhash", label="minhash word:2 0.3", threshold=0.3, num_perm=128, shingles="word:2"
     ),
-    "simhash": Config.of("simhash", label="simhash k=7", k=7, shingles="word:1"),
+    # The defaults before issue 12's last round, for comparison.
+    "simhash": Config.of("simhash", label="simhash k=6 all lines", k=6, shingles="word:1", lines=0),
+    "spotsigs": Config.of(
+        "spotsigs", label="spotsigs no anchors", threshold=0.5, chain=2, anchors=0
+    ),
 }
 
 

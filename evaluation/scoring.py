@@ -45,8 +45,8 @@ TARGET_KINDS = ("full-layout", "full-content", *PARTIAL_KINDS, "reprint:1%", "re
 SIGNATURE_PARAMS = {
     "exact": (),
     "minhash": ("num_perm", "shingles", "seed"),
-    "simhash": ("shingles", "weights"),
-    "spotsigs": ("chain", "antecedents", "stopwords", "languages"),
+    "simhash": ("shingles", "weights", "lines"),
+    "spotsigs": ("chain", "antecedents", "stopwords", "languages", "anchors", "min_spots"),
 }
 
 

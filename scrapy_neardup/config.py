@@ -260,7 +260,7 @@ class NearDupConfig:
     # near-duplicates
     backend: str = DEFAULT_METHOD
     threshold: float | None = None
-    simhash_k: int = 6
+    simhash_k: int = 7
     min_tokens: int = 50
     backend_params: dict[str, Any] = field(default_factory=dict)
     # "buckets", or "lshbloom" (scrapy_neardup.storage.lshbloom: minhash, in memory)
@@ -317,7 +317,7 @@ class NearDupConfig:
             url_field=_field_name(s, "NEARDUP_URL_FIELD", "url"),
             backend=_choice(s, "NEARDUP_BACKEND", DEFAULT_METHOD, tuple(METHODS)),
             threshold=_float(s, "NEARDUP_THRESHOLD", None, 0.0, 1.0),
-            simhash_k=_int(s, "NEARDUP_SIMHASH_K", 6, 1, 7),
+            simhash_k=_int(s, "NEARDUP_SIMHASH_K", 7, 1, 7),
             min_tokens=_int(s, "NEARDUP_MIN_TOKENS", 50, 0),
             backend_params=_dict(
                 s,

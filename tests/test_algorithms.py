@@ -269,6 +269,38 @@ def test_simhash_signatures_of_texts() -> None:
     assert _hamming(a, unrelated) > 3
 
 
+def test_simhash_fingerprints_the_prose_lines_only() -> None:
+    """Menus, captions and link lists that extraction keeps in one copy and not in another
+    are short lines: left out of the fingerprint, they no longer move it."""
+    from scrapy_neardup.algorithms.simhash import line_words, prose
+
+    rng = random.Random(5)
+    vocab = [f"word{i}" for i in range(400)]
+    article = "\n".join(" ".join(rng.choice(vocab) for _ in range(30)) for _ in range(12))
+    menus = "\n".join(" ".join(rng.choice(vocab) for _ in range(4)) for _ in range(40))
+    wrapped = menus + "\n" + article + "\n" + menus[::-1]
+    assert prose(Document(wrapped), 20).text == article
+    assert prose(Document("too short\nfor prose"), 20).text == "too short\nfor prose"
+    method, whole = SimHashMethod(), SimHashMethod(lines=0)
+    assert method.signature(Document(wrapped)) == method.signature(Document(article))
+    assert _hamming(whole.signature(Document(wrapped)), whole.signature(Document(article))) > 0
+    # Single words: the document's tokens less its short lines' are the prose's tokens.
+    from collections import Counter
+
+    from scrapy_neardup.algorithms.simhash import prose_counts
+    from scrapy_neardup.text import ShingleSpec
+
+    mixed = wrapped + "\n北京是中国的首都\n" + "我们的工作是在北京完成的，" * 20
+    for text in (wrapped, mixed):
+        doc = Document(text)
+        expected = Counter(prose(doc, 20).tokens)
+        assert prose_counts(doc, 20, ShingleSpec("word", 1)) == dict(expected)
+    assert line_words("one two three") == 3
+    assert line_words("我们的工作是在北京完成的") == 6  # a word per two CJK characters
+    with pytest.raises(ValueError, match="lines"):
+        SimHashMethod(lines=-1)
+
+
 # -- SpotSigs --------------------------------------------------------------------------------
 
 
@@ -558,3 +590,35 @@ def test_minhash_text_near_duplicates() -> None:
     index.add("a", a)
     assert [m.key for m in index.query(b)] == ["a"]
     assert index.query(method.signature(Document("Completely different text " * 20))) == []
+
+
+@pytest.mark.parametrize(
+    ("backend", "before", "settings"),
+    [
+        (
+            "simhash",
+            {"k": 6, "lines": 0},
+            {"NEARDUP_SIMHASH_K": 6, "NEARDUP_BACKEND_PARAMS": {"lines": 0}},
+        ),
+        ("spotsigs", {"anchors": 0}, {"NEARDUP_BACKEND_PARAMS": {"anchors": 0}}),
+    ],
+)
+def test_a_state_from_before_the_new_defaults_resumes_with_the_old_settings(
+    backend: str, before: dict, settings: dict
+) -> None:
+    """The README's upgrade settings give the parameters the earlier release recorded (a
+    parameter at its old value is left out of them), so its state loads; the new defaults
+    refuse it, naming the difference."""
+    from scrapy_neardup.config import NearDupConfig
+    from scrapy_neardup.engine import Deduplicator
+    from scrapy_neardup.exceptions import StateError
+
+    old = Deduplicator(make_method(backend, **before))
+    assert not ({"lines", "anchors"} & set(old.near.method.backend.params()))
+    old.check("https://a.example/1", TEXT)
+    config = NearDupConfig.from_settings({"NEARDUP_BACKEND": backend, **settings})
+    resumed = Deduplicator(config.make_method())
+    resumed.load_bytes(old.to_bytes())
+    assert len(resumed) == 1
+    with pytest.raises(StateError, match="params"):
+        Deduplicator(backend).load_bytes(old.to_bytes())

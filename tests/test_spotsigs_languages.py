@@ -163,7 +163,48 @@ def test_guess_only_among_the_chosen_languages() -> None:
     tokens = Document(PARAGRAPHS["nl"]).tokens
     assert guess_language(tokens, ("en", "de")) in ("de", None)
     method = SpotSigsMethod(languages=("en", "zh"))
-    assert len(method.signature(Document(PARAGRAPHS["nl"]))) < method.min_spots
+    assert method.spots(tokens) == []  # no spots of a language: Dutch is not among them
+    assert (
+        len(SpotSigsMethod(languages=("en", "zh"), anchors=0).signature(Document(PARAGRAPHS["nl"])))
+        < method.min_spots
+    )
+    # It is signed as a page in no known language: anchored spots.
+    anchored = signature(method, PARAGRAPHS["nl"])
+    assert len(anchored) >= method.min_spots
+    assert not set(anchored.tolist()) & set(signature(SpotSigsMethod(), PARAGRAPHS["nl"]).tolist())
+
+
+# Korean and Japanese news-like prose written here; no stopword list covers either.
+KOREAN = (
+    "서울시는 올해 새로운 도서관을 열었고 많은 가족들이 주말마다 그곳을 찾고 있다. 도서관에는 "
+    "세계 여러 나라의 책이 있으며 작가들이 매주 토요일 새 작품을 낭독한다. 시 관계자는 내년에 "
+    "두 곳을 더 열 계획이라고 밝혔다. 주민들은 아이들이 책을 읽는 시간이 늘었다고 말했다. "
+    "지역 상인들도 방문객이 늘어 매출이 올랐다며 반겼다."
+)
+JAPANESE = (
+    "市は昨年新しい図書館を開館し、週末には多くの家族が訪れている。棚には世界中の本が並び、毎週"
+    "土曜日には作家が新作を朗読する。市の担当者は来年さらに二つの図書館を開く計画だと述べた。住民"
+    "は子どもたちが本を読む時間が増えたと話している。地元の商店も来館者が増えて売り上げが伸びたと"
+    "喜んでいる。"
+)
+
+
+@pytest.mark.parametrize("text", [KOREAN, JAPANESE], ids=["ko", "ja"])
+def test_a_page_in_no_known_language_is_matched_on_anchored_spots(text: str) -> None:
+    """Korean and Japanese have no list: their spots are anchored on the text's own tokens,
+    so a copy in another template (navigation around it) is found, verified by containment;
+    without anchors such a page was matched exactly only."""
+    from scrapy_neardup.engine import Deduplicator
+
+    assert guess_language(Document(text).tokens) is None
+    page = text + " " + text[::-1]  # long enough for ten spots
+    copy = "홈 뉴스 로그인\n" + page + "\n이용약관"
+    for anchors, found in ((4, True), (0, False)):
+        dedup = Deduplicator(SpotSigsMethod(anchors=anchors), min_tokens=20)
+        assert not dedup.check("https://a.example/1", page).is_duplicate
+        verdict = dedup.check("https://b.example/1", copy)
+        assert verdict.is_duplicate is found, anchors
+        assert not dedup.check("https://a.example/2", PARAGRAPHS["de"]).is_duplicate
 
 
 def test_english_and_chinese_signatures_are_unchanged() -> None:

@@ -63,6 +63,11 @@ class Method(Protocol):
     # probe only that many, the least filled first (SpotSigs); without it, every bucket is
     # probed.
 
+    # Optional: ``hamming_key(signature) -> int`` and ``hamming_limit``. A method that has
+    # them promises that a match's key is within ``hamming_limit`` bits of the signature's,
+    # so a store may keep the keys (8 bytes a document) and reject a candidate farther away
+    # without reading its signature (SimHash: the fingerprint and k).
+
     def encode(self, signature: Any) -> bytes: ...
 
     def decode(self, data: bytes) -> Any: ...

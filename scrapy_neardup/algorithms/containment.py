@@ -269,6 +269,8 @@ class Verified:
         self._estimate = getattr(backend, "estimate", backend.similarity)
         if hasattr(backend, "probe_count"):  # the engine asks it of a whole signature
             self.probe_count = lambda signature: backend.probe_count(signature[0])
+        if hasattr(backend, "hamming_key"):  # and a store of a whole signature
+            self.hamming_key = lambda signature: backend.hamming_key(signature[0])
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes this class lacks: the backend's optional ones.

@@ -339,6 +339,11 @@ class MemoryBucketStore:
         self._objects: dict[int, Any] = {}
         self._file: _SignatureFile | None = None  # with a codec: the signatures, on disk
         self._postings = _Postings(flush)
+        # A method with a Hamming key (SimHash's fingerprint): 8 bytes a document in memory,
+        # so that a candidate too many bits away is rejected without reading its signature.
+        self._hamming = getattr(codec, "hamming_key", None)
+        self._limit = getattr(codec, "hamming_limit", 0)
+        self._hamming_keys = _Growing(np.uint64) if self._hamming is not None else None
 
     # -- keys ----------------------------------------------------------------------------
 
@@ -416,18 +421,21 @@ class MemoryBucketStore:
         self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None
     ) -> list[tuple[str, float]]:
         with self._lock:
-            return self._query(buckets, verify, probe)
+            return self._query(signature, buckets, verify, probe)
 
     def _query(
-        self, buckets: list[int], verify: Verifier, probe: int | None
+        self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None
     ) -> list[tuple[str, float]]:
         matches: list[tuple[str, float]] = []
         seen: set[int] = set()
+        near = self._hamming(signature) if self._hamming is not None else None
         for docs in self._postings.lookup(buckets, probe):
             for doc in docs:
                 if doc in seen:
                     continue
                 seen.add(doc)
+                if near is not None and self._too_far(doc, near):
+                    continue
                 key = self._key_bytes(doc).decode()
                 similarity = verify(key, self._signature(doc))
                 if similarity is not None:
@@ -443,10 +451,14 @@ class MemoryBucketStore:
         probe: int | None = None,
     ) -> list[tuple[str, float]]:
         with self._lock:
-            matches = self._query(buckets, verify, probe)
+            matches = self._query(signature, buckets, verify, probe)
             if not matches:
                 self._add(key, signature, buckets)
             return matches
+
+    def _too_far(self, doc: int, near: int) -> bool:
+        assert self._hamming_keys is not None
+        return (int(self._hamming_keys.data[doc]) ^ near).bit_count() > self._limit
 
     def add(self, key: str, signature: Any, buckets: list[int]) -> None:
         with self._lock:
@@ -463,6 +475,8 @@ class MemoryBucketStore:
         self._table[slot] = doc
         self._n += 1
         self._pack(doc, signature)
+        if self._hamming_keys is not None:
+            self._hamming_keys.append(self._hamming(signature))
         self._postings.add(doc, buckets)
         if self._n * 10 > len(self._table) * 7:
             self._grow_table()
