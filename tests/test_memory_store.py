@@ -202,3 +202,29 @@ def test_a_signature_file_that_cannot_be_written_keeps_them_in_memory(
     assert sum("signature file" in r.getMessage() for r in caplog.records) == 1
     for i, (start, end) in enumerate(zip([0, *ends[:-1]], ends, strict=True)):
         assert signature_file.read(start, end) == data[i]
+
+
+def test_simhash_candidates_too_many_bits_away_are_never_read() -> None:
+    """With SimHash as its codec, the store keeps each fingerprint and rejects a candidate
+    more than k bits away before reading its signature; the near ones are verified."""
+    from scrapy_neardup.algorithms import SimHashMethod
+
+    method = SimHashMethod(k=3)
+    store = MemoryBucketStore(codec=method)
+    rng = random.Random(3)
+    base = rng.getrandbits(64)
+    low = (1 << 26) - 1  # every fingerprint below shares base's first two 13-bit blocks
+    far = [(rng.getrandbits(64) & ~low) | (base & low) for _ in range(200)]
+    for i, fp in enumerate(far):
+        store.add(f"far{i}", fp, method.bucket_keys(fp))
+    near = base ^ 0b101  # 2 bits away
+    store.add("near", near, method.bucket_keys(near))
+    read: list[str] = []
+
+    def verify(key: str, other: int) -> float | None:
+        read.append(key)
+        return method.similarity(base, other)
+
+    found = store.query(base, method.bucket_keys(base), verify)
+    assert found == [("near", method.similarity(base, near))]
+    assert read == ["near"]  # the 200 sharing a bucket were rejected unread
