@@ -87,14 +87,15 @@ class NearDupDupeFilter(RFPDupeFilter):
 
     def request_seen(self, request: Request) -> bool:
         meta = request.meta
-        if meta.get("neardup_skip"):
-            return False
-        if meta.get(RECOVERED_META) == request.url:
-            return False  # queued again after a crash: recorded already, crawled once more
-        answered = meta.pop(ANSWERED_META, None)
-        if answered is not None and answered[0] == request.url:
-            meta[CHECKED_META] = request.url
-            return bool(answered[1])
+        if meta:  # a new request's meta is empty: nothing to look up (the hot path)
+            if meta.get("neardup_skip"):
+                return False
+            if meta.get(RECOVERED_META) == request.url:
+                return False  # queued again after a crash: recorded already, crawled once more
+            answered = meta.pop(ANSWERED_META, None)
+            if answered is not None and answered[0] == request.url:
+                meta[CHECKED_META] = request.url
+                return bool(answered[1])
         state = self.state
         state.open()  # scrapy-redis's scheduler never calls open()
         try:
