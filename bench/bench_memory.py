@@ -46,12 +46,12 @@ from corpus import load_article_bodies  # noqa: E402
 from scrapy_neardup.algorithms import METHODS, make_method  # noqa: E402
 from scrapy_neardup.algorithms.containment import Verified  # noqa: E402
 from scrapy_neardup.engine import Index  # noqa: E402
+from scrapy_neardup.storage.lshbloom import DEFAULT_WINDOW as LSHBLOOM_WINDOW  # noqa: E402
 from scrapy_neardup.storage.lshbloom import LSHBloomStore  # noqa: E402
 from scrapy_neardup.storage.memory import MemoryBucketStore  # noqa: E402
 from scrapy_neardup.text import Document  # noqa: E402
 
 SIGNED = 400  # distinct real documents signed; the N indexed are redrawn from them
-LSHBLOOM_WINDOW = 100_000  # NEARDUP_LSHBLOOM_WINDOW's default
 
 
 class DictStore:

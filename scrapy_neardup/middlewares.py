@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter, is_item
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.http import Request as _Request
-from scrapy.http import TextResponse
+from scrapy.http import Request, TextResponse
 from w3lib.url import safe_url_string
 
 from scrapy_neardup.dupefilter import ANSWERED_META, CHECKED_META
@@ -23,7 +22,6 @@ from scrapy_neardup.twisted_futures import await_future
 from scrapy_neardup.urls import site_of
 
 if TYPE_CHECKING:
-    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
@@ -478,7 +476,7 @@ class LinkBatchMiddleware:
     ) -> AsyncIterator[Any]:
         held: list[Request] = []
         async for obj in result:
-            if isinstance(obj, _Request):
+            if isinstance(obj, Request):
                 held.append(obj)
                 if len(held) < LINK_BATCH:
                     continue
@@ -487,7 +485,7 @@ class LinkBatchMiddleware:
                 for request in held:
                     yield request
                 held = []
-            if not isinstance(obj, _Request):
+            if not isinstance(obj, Request):
                 yield obj
         if held:
             await self._answer(held)

@@ -104,10 +104,17 @@ def _split(doc: Document, min_words: int) -> tuple[list[str], list[str]] | None:
     """(prose lines, short lines), or None when the whole text is to be used."""
     if not min_words:
         return None
-    kept, short = [], []
+    kept: list[str] = []
+    short: list[str] = []
+    words = 0
     for line in doc.text.splitlines():
-        (kept if line_words(line) >= min_words else short).append(line)
-    if not short or sum(map(line_words, kept)) < MIN_PROSE_WORDS:
+        n = line_words(line)
+        if n >= min_words:
+            kept.append(line)
+            words += n
+        else:
+            short.append(line)
+    if not short or words < MIN_PROSE_WORDS:
         return None
     return kept, short
 

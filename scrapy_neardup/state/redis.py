@@ -57,7 +57,7 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import Any, TypeVar
 
 from scrapy_neardup.engine import Deduplicator, Member, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError
@@ -67,6 +67,7 @@ from scrapy_neardup.twisted_futures import await_future
 from scrapy_neardup.urls import ScalableBloomFilter, site_of
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: Seconds between two health probes of a Redis that went away.
 RETRY_INTERVAL = 1.0
@@ -453,20 +454,25 @@ class RedisState(NearDupState):
 
     # -- URLs -----------------------------------------------------------------------------
 
-    def _url_job(self, key: bytes) -> bool:
-        """In the URL thread: test-and-set of ``key`` in Redis."""
+    def _url_call(self, call: Callable[[], T]) -> T:
+        """In the URL thread: ``call()`` on the URL filter; RedisUnavailable during an
+        outage, or when it fails (which starts one)."""
         self._url_busy_since = time.monotonic()
         try:
             if self._outage is not None:
                 raise RedisUnavailable
             try:
                 self._connect_redis()
-                seen = self.urls.add(key)
+                return call()
             except self.errors as exc:
                 self._redis_failed(exc)
                 raise RedisUnavailable from exc
         finally:
             self._url_busy_since = None
+
+    def _url_job(self, key: bytes) -> bool:
+        """In the URL thread: test-and-set of ``key`` in Redis."""
+        seen = self._url_call(lambda: self.urls.add(key))
         with self._lock:
             self._local_urls.add(key)
         if not seen:
@@ -513,21 +519,10 @@ class RedisState(NearDupState):
 
     def _keys_job(self, keys: list[bytes]) -> list[bool]:
         """In the URL thread: the keys this process met are seen; the others go to Redis."""
-        self._url_busy_since = time.monotonic()
-        try:
-            if self._outage is not None:
-                raise RedisUnavailable
-            with self._lock:
-                known = [key in self._local_urls for key in keys]
-            ask = [key for key, met in zip(keys, known, strict=True) if not met]
-            try:
-                self._connect_redis()
-                answers = iter(self.urls.add_many(ask) if ask else ())
-            except self.errors as exc:
-                self._redis_failed(exc)
-                raise RedisUnavailable from exc
-        finally:
-            self._url_busy_since = None
+        with self._lock:
+            known = [key in self._local_urls for key in keys]
+        ask = [key for key, met in zip(keys, known, strict=True) if not met]
+        answers = iter(self._url_call(lambda: self.urls.add_many(ask)) if ask else ())
         seen = [met or next(answers) for met in known]
         with self._lock:
             for key in ask:

@@ -25,6 +25,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from xxhash import xxh3_128_digest
+
 from scrapy_neardup.algorithms.base import Verifier
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.urls import ScalableBloomFilter
@@ -37,17 +39,12 @@ DEFAULT_ERROR_RATE = 1e-5
 #: The band filter's first stage, in bands (later stages double).
 FIRST_STAGE = 1 << 20
 
-_MASK = (1 << 64) - 1
 _BYTES = b"NDLB"  # magic of to_bytes()
 
 
 def _fingerprint(bucket: int) -> bytes:
-    """The 16 bytes the Bloom filter hashes from a 64-bit bucket key: the key and a second,
-    independent word from it (SplitMix64's finaliser), for the filter's double hashing."""
-    z = (bucket + 0x9E3779B97F4A7C15) & _MASK
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-    return (bucket & _MASK).to_bytes(8, "little") + (z ^ (z >> 31)).to_bytes(8, "little")
+    """The 16 bytes the Bloom filter's double hashing takes, from a 64-bit bucket key."""
+    return xxh3_128_digest(bucket.to_bytes(8, "little"))
 
 
 class LSHBloomStore:
@@ -122,9 +119,6 @@ class LSHBloomStore:
         """The window's documents, oldest first (the filter is saved by :meth:`to_bytes`)."""
         for store in reversed(self._stores()):
             yield from store.items()
-
-    def __contains__(self, key: str) -> bool:
-        return any(key in store for store in self._stores())
 
     def __len__(self) -> int:
         """Documents added, the window's and the older ones."""
