@@ -33,8 +33,8 @@ false drop, no lossy drop on the real sites (``evaluation/ACCURACY.md``). Other 
 measured and left out: binary, IDF (wordfreq), IDF on a set and log-tf x IDF all found fewer
 (0.64-0.86 full-content at k = 7), because the frequent words they weaken are what two copies
 share most reliably; weights that favour frequent words (tf^1.5, tf^2, tf x Zipf) found more
-(up to 0.92) but merged different pages (precision 0.990-0.995) or verified five times as many
-candidates.
+(up to 0.92) but merged different pages (precision 0.990-0.995) or were five times slower (more
+candidates to verify).
 """
 
 from __future__ import annotations
