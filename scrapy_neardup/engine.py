@@ -33,7 +33,7 @@ from typing import Any, BinaryIO, Protocol
 
 from scrapy_neardup.algorithms import DEFAULT_METHOD, Match, Method, make_method
 from scrapy_neardup.algorithms.base import BucketStore
-from scrapy_neardup.algorithms.containment import SiteLines, Verified, coverage
+from scrapy_neardup.algorithms.containment import SiteLines, Verified, coverage, holds
 from scrapy_neardup.algorithms.exact import ExactMethod
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.storage.memory import MemoryBucketStore
@@ -250,13 +250,13 @@ class Deduplicator:
         ):
             self.site_lines.count(site, signed.near[1])
 
-    def would_drop(self, signed: Signed) -> bool:
-        """Whether :meth:`check_signed` would call ``signed`` a copy now; nothing recorded."""
-        if self.exact.query(signed.exact):
-            return True
-        return (
-            signed.near is not None and self.near is not None and bool(self.near.query(signed.near))
-        )
+    def would_drop_for(self, signed: Signed) -> list[str]:
+        """The keys of the documents :meth:`check_signed` would now call ``signed`` a copy
+        of (empty: it would keep it); nothing recorded."""
+        found = self.exact.query(signed.exact)
+        if not found and signed.near is not None and self.near is not None:
+            found = self.near.query(signed.near)
+        return [match.key for match in found]
 
     def holds(self, kept: Signed, new: Signed) -> bool:
         """Whether the text of ``new`` is within that of ``kept`` by the rule of a drop (two
@@ -265,8 +265,7 @@ class Deduplicator:
             return True
         if kept.near is None or new.near is None or self.near is None:
             return False
-        found = coverage(new.near[1], kept.near[1])
-        return found is not None and found[0] >= self.near.method.coverage
+        return holds(coverage(new.near[1], kept.near[1]), self.near.method.coverage)
 
     def check(self, key: str, text: str | Document) -> Verdict:
         """Match ``text`` against everything kept so far; keep it (index it) if it is new."""

@@ -44,12 +44,14 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, InvalidStateError
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import wait as wait_any
 from multiprocessing.context import SpawnContext, SpawnProcess
 from typing import Any
 
+import numpy as np
 import xxhash
+from lxml import etree
 from pebble import ProcessExpired, ProcessPool
 
 from scrapy_neardup.exceptions import NearDupError
@@ -67,6 +69,8 @@ WATCH_INTERVAL = 0.05
 FIRST_LOGGED = 5
 _PR_SET_PDEATHSIG = 1
 
+_BODY_TEXT = etree.XPath("//body//text()[normalize-space()]", smart_strings=False)
+
 
 class PageLimitError(NearDupError):
     """A page (or an item's text) went over ``NEARDUP_PAGE_TIMEOUT`` or ``NEARDUP_PAGE_MEMORY``
@@ -78,12 +82,47 @@ class PageLimitError(NearDupError):
 
 
 @dataclass(frozen=True)
+class PageLines:
+    """The text a reader of a page sees, as hashed lines (its text nodes, whitespace
+    collapsed; scripts and styles left out) and their lengths in characters.
+
+    Whatever any reading of a page keeps is made of these lines, so a page whose lines are
+    all on a kept page says nothing that page does not, however short its fast reading was:
+    the pipeline drops it without reading it again in full (see its second reading). Text
+    nodes, not the source's lines: a minified page is one source line, and one changed word
+    would make all of it new."""
+
+    hashes: np.ndarray  # uint32, one per line
+    chars: np.ndarray  # uint32, the line's length
+
+    @classmethod
+    def of(cls, tree: Any) -> PageLines:
+        """The lines of a parsed page; strips the tree's scripts and styles (call it last)."""
+        etree.strip_elements(tree, "script", "style", "template", with_tail=False)
+        hashes, chars = [], []
+        for text in _BODY_TEXT(tree):
+            line = " ".join(text.split())
+            hashes.append(xxhash.xxh32_intdigest(line.encode()))
+            chars.append(len(line))
+        return cls(np.array(hashes, dtype=np.uint32), np.array(chars, dtype=np.uint32))
+
+    def chars_not_in(self, kept: np.ndarray) -> int:
+        """Characters of the lines that are not among ``kept`` (sorted line hashes)."""
+        if not len(kept):
+            return int(self.chars.sum())
+        at = np.minimum(np.searchsorted(kept, self.hashes), len(kept) - 1)
+        return int(self.chars[kept[at] != self.hashes].sum())
+
+
+@dataclass(frozen=True)
 class Extracted:
-    """The text of a page and how it was found: ``trafilatura``, ``fallback`` or ``empty``."""
+    """The text of a page and how it was found: ``trafilatura``, ``fallback`` or ``empty``;
+    for a fast reading by trafilatura, the page's :class:`PageLines`."""
 
     text: str
     how: str
     title: str = ""
+    lines: PageLines | None = field(default=None, compare=False)
 
 
 def decode_body(body: bytes, encoding: str | None) -> str:
@@ -152,7 +191,9 @@ def extract_main_text(
         doc = None
     text = (getattr(doc, "text", None) or "").strip()
     if text:
-        return Extracted(f"{title}\n\n{text}" if title else text, "trafilatura", title)
+        # Only a fast reading may be read again before a drop; its page's lines can spare that.
+        lines = _lines(tree, url) if fast else None
+        return Extracted(f"{title}\n\n{text}" if title else text, "trafilatura", title, lines)
     try:
         _, text, _ = trafilatura.baseline(html)
     except Exception as exc:
@@ -160,6 +201,16 @@ def extract_main_text(
         text = ""
     text = (text or "").strip()
     return Extracted(text, "fallback", title) if text else Extracted(_EMPTY, "empty", title)
+
+
+def _lines(tree: Any, url: str | None) -> PageLines | None:
+    """The page's lines; None (it is read again before a drop) when it has none in a body."""
+    try:
+        lines = PageLines.of(tree)
+    except Exception as exc:  # lxml on odd markup
+        logger.debug("no page lines for %s: %r", url, exc)
+        return None
+    return lines if len(lines.hashes) else None
 
 
 def _title(tree: Any) -> str:
@@ -356,6 +407,45 @@ class FastReadings:
         found = self._site(site)
         # A site that once read short is never trusted again (its count stays far below).
         found[0] = -(10**9) if richer else found[0] + 1
+
+
+class KeptLines:
+    """The :class:`PageLines` of the ``max_pages`` pages kept last (about 1 KB each), and
+    of up to ``per_page`` pages dropped for each after their full reading confirmed it.
+
+    A page that would be dropped for one of them, and whose lines are all on it (or on one of
+    the pages confirmed as its copies) but for ``allowed`` characters, is dropped on its fast
+    reading: no reading of it can hold more than that. The pages of one site's template
+    (URL variants, a rotating ad, a session id) are the usual case. Kept in memory only:
+    after a restart, or for a page another crawler process kept, the full reading decides
+    as before."""
+
+    def __init__(self, max_pages: int = 8192, per_page: int = 4) -> None:
+        self.max_pages, self.per_page = max_pages, per_page
+        self._pages: OrderedDict[str, list[np.ndarray]] = OrderedDict()
+
+    def remember(self, key: str, lines: PageLines) -> None:
+        """The lines of a page kept as ``key``."""
+        self._pages[key] = [np.unique(lines.hashes)]
+        self._pages.move_to_end(key)
+        if len(self._pages) > self.max_pages:
+            self._pages.popitem(last=False)
+
+    def remember_copy(self, keys: list[str], lines: PageLines) -> None:
+        """The lines of a page to be dropped for ``keys`` after a full reading said no more."""
+        for key in keys:
+            found = self._pages.get(key)
+            if found is not None and len(found) <= self.per_page:
+                found.append(np.unique(lines.hashes))
+
+    def hold(self, keys: list[str], lines: PageLines, allowed: int) -> bool:
+        """Whether the lines kept for one of ``keys`` hold all of ``lines`` but ``allowed``
+        characters."""
+        for key in keys:
+            for kept in self._pages.get(key, ()):
+                if lines.chars_not_in(kept) <= allowed:
+                    return True
+        return False
 
 
 class Extractor:

@@ -83,6 +83,8 @@ class NearDupPipeline:
             self.state.inc("neardup/short")
         if not verdict.is_duplicate:
             self.state.inc("neardup/items/kept")
+            if page is not None and signed is page.signed and page.extracted.lines is not None:
+                self.state.kept_lines.remember(verdict.key, page.extracted.lines)
             if verdict.related_to is not None:
                 self._related(adapter, verdict)
             return item
@@ -146,10 +148,19 @@ class NearDupPipeline:
         lose text, so a page that would be dropped is read again with the full cascade
         (readability, jusText) before it is: the full reading is compared when the fast one
         does not hold it. Only would-be drops pay for it (a third more per page read), and on
-        a site whose fast readings proved complete only some of them (:class:`FastReadings`)."""
+        a site whose fast readings proved complete only some of them (:class:`FastReadings`);
+        not one whose page is all on the kept page it would be dropped for, but the share of
+        text a drop allows anyway (:class:`KeptLines`): no reading of it could say more."""
         body, page.body = page.body, None
         state, site = self.state, site_of(page.url)  # as the middleware reads it
-        if not state.readings.should_reread(site) or not await state.would_drop(key, page.signed):
+        if not state.readings.should_reread(site):
+            return page.signed
+        kept = await state.would_drop_for(key, page.signed)
+        if not kept:
+            return page.signed
+        lines = page.extracted.lines
+        if lines is not None and state.kept_lines.hold(kept, lines, self._allowed(page)):
+            state.inc("neardup/extract/reread_spared")  # its whole page is on a kept one
             return page.signed
         state.inc("neardup/extract/reread")
         try:
@@ -163,12 +174,22 @@ class NearDupPipeline:
         richer = signed is not None and not state.dedup.holds(page.signed, signed)
         state.readings.record(site, richer)
         if not richer:
+            if lines is not None:  # its copies need no full reading of their own
+                state.kept_lines.remember_copy(kept, lines)
             return page.signed
         state.inc("neardup/extract/reread_richer")
         if self.config.debug:
             logger.info("scrapy-neardup: %s: its full reading holds more; compared on it", key)
         page.extracted, page.signed = extracted, signed
         return signed
+
+    def _allowed(self, page: Any) -> int:
+        """Characters of a page's lines that may be missing from the kept page it would be
+        dropped for without reading it again: the share of its text a drop already allows
+        to be missing (none for exact copies)."""
+        near = self.state.dedup.near
+        share = 1.0 - near.method.coverage if near is not None else 0.0
+        return int(share * len(page.extracted.text))
 
     def _compared_text(self, adapter: ItemAdapter, page: Any) -> str | None:
         """The text :meth:`_signatures` signed: the text field, else the page's main text

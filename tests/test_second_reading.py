@@ -10,7 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from scrapy_neardup.extraction import FastReadings, extract_main_text
+import numpy as np
+
+from scrapy_neardup.extraction import FastReadings, KeptLines, PageLines, extract_main_text
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -42,14 +44,15 @@ LISTING = "\n".join(
 )
 
 
-def chapter(title: str, paras: tuple[str, ...], link: str = "") -> bytes:
+def chapter(title: str, paras: tuple[str, ...], link: str = "", extra: str = "") -> bytes:
     prose = "".join(f'<div class="para">{p}</div>' for p in paras[:2])
     last = f'<div class="para">{paras[2]}</div>'
     nav = f'<a href="{link}">next</a>' if link else ""
     return (
         f'<html><head><title>{title}</title><meta property="og:type" content="article">'
         f'</head><body><div class="section"><div class="titlepage"><h2 class="title">{title}'
-        f'</h2></div>{prose}<pre class="screen">{LISTING}</pre>{last}</div>{nav}</body></html>'
+        f'</h2></div>{prose}<pre class="screen">{LISTING}</pre>{last}</div>{nav}{extra}'
+        "</body></html>"
     ).encode()
 
 
@@ -100,3 +103,70 @@ def test_fast_readings_are_trusted_per_site_until_one_reads_short() -> None:
     assert readings.reads_short("a.example") and not readings.reads_short("b.example")
     assert readings.should_reread("b.example") and readings.should_reread("c.example")
     assert "a.example" not in readings._sites  # bounded: the least recently seen went first
+
+
+def test_page_lines_are_the_text_nodes_a_reader_sees() -> None:
+    page = (
+        b"<html><head><title>T</title><style>p {color: red}</style></head><body><p>One  line"
+        b"</p><script>var session = 'a1';</script><p>Another <b>line</b></p></body></html>"
+    )
+    from trafilatura.utils import load_html
+
+    lines = PageLines.of(load_html(page.decode()))
+    assert lines.chars.tolist() == [len("One line"), len("Another"), len("line")]
+    assert lines.chars_not_in(np.unique(lines.hashes)) == 0
+    other = PageLines.of(load_html(page.replace(b"Another", b"A third").decode()))
+    assert other.chars_not_in(np.unique(lines.hashes)) == len("A third")
+    # A minified page (one source line) still changes by one text node, not by all of it.
+    de, session = PAGES["/de/x509.html"], chapter("10.2. X.509-Zertifikate", DE, extra="<p>s42</p>")
+    kept = np.unique(extract_main_text(de, fast=True).lines.hashes)
+    assert extract_main_text(session, fast=True).lines.chars_not_in(kept) == len("s42")
+    assert extract_main_text(de, fast=False).lines is None  # a full reading is never read again
+
+
+def test_kept_lines_hold_a_kept_page_and_its_confirmed_copies_and_are_bounded() -> None:
+    def lines(*texts: str) -> PageLines:
+        hashes = [hash(t) & 0xFFFFFFFF for t in texts]
+        return PageLines(np.array(hashes, np.uint32), np.array([len(t) for t in texts], np.uint32))
+
+    kept = KeptLines(max_pages=2, per_page=1)
+    kept.remember("a", lines("nav", "article"))
+    assert kept.hold(["a"], lines("nav", "article", "ad"), allowed=2)
+    assert not kept.hold(["a"], lines("nav", "article", "ad"), allowed=1)
+    assert not kept.hold(["b"], lines("nav"), allowed=100)  # unknown: read again
+    kept.remember_copy(["a"], lines("nav", "article", "comment"))
+    assert kept.hold(["a"], lines("article", "comment"), allowed=0)
+    kept.remember_copy(["a"], lines("more"))  # per_page: no room
+    assert not kept.hold(["a"], lines("more"), allowed=0)
+    kept.remember("b", lines("x"))
+    kept.remember("c", lines("y"))
+    assert not kept.hold(["a"], lines("nav"), allowed=0)  # bounded: the oldest went first
+
+
+# The English chapter comes again under another URL with a session line: its lines are all on
+# the English page but that one, so it is dropped without a full reading; the German
+# translation's lines are not, so it is read in full (and kept), as before.
+SPARED = {
+    "/": b'<html><body><a href="/en/x509.html">en</a></body></html>',
+    "/en/x509.html": chapter("10.2. X.509 certificates", EN, "/mirror/en/x509.html"),
+    "/mirror/en/x509.html": chapter(
+        "10.2. X.509 certificates", EN, "/de/x509.html", "<p>session 7f3a</p>"
+    ),
+    "/de/x509.html": chapter("10.2. X.509-Zertifikate", DE),
+}
+
+
+def test_a_copy_whose_lines_are_all_on_the_kept_page_is_not_read_again(tmp_path) -> None:
+    server = serve_pages(SPARED.get)
+    try:
+        start = f"http://127.0.0.1:{server.server_address[1]}/"
+        result = crawl(start, tmp_path / "out.json", CONCURRENT_REQUESTS=1)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert sorted(item["url"].rsplit("/", 2)[1] for item in result["kept"]) == ["de", "en"]
+    (dropped,) = result["dropped"]
+    assert dropped["url"].endswith("/mirror/en/x509.html")
+    stats = result["stats"]
+    assert stats["neardup/extract/reread_spared"] == 1
+    assert stats["neardup/extract/reread"] == stats["neardup/extract/reread_richer"] == 1

@@ -31,7 +31,7 @@ from xxhash import xxh3_128_digest
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.engine import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError
-from scrapy_neardup.extraction import Extracted, Extractor, FastReadings, SignerSpec
+from scrapy_neardup.extraction import Extracted, Extractor, FastReadings, KeptLines, SignerSpec
 from scrapy_neardup.urls import canonical_url, site_of, url_fingerprint
 
 if TYPE_CHECKING:
@@ -99,6 +99,7 @@ class NearDupState:
         # yields no items (or only items with a text field) never starts them.
         #: Sites whose pages trafilatura's fast mode reads short (see the pipeline).
         self.readings = FastReadings()
+        self.kept_lines = KeptLines()
         self.extractor = Extractor(
             spec,
             config.workers,
@@ -267,9 +268,10 @@ class NearDupState:
             self.keep_text(verdict.key, self.text_to_keep(text))
         return verdict
 
-    async def would_drop(self, key: str, signed: Signed) -> bool:
-        """Whether :meth:`check_item` would now call ``signed`` a copy (nothing recorded)."""
-        return self.dedup.would_drop(self.dedup.without_boilerplate(site_of(key), signed))
+    async def would_drop_for(self, key: str, signed: Signed) -> list[str]:
+        """The kept documents :meth:`check_item` would now call ``signed`` a copy of (none:
+        it would keep it); nothing recorded."""
+        return self.dedup.would_drop_for(self.dedup.without_boilerplate(site_of(key), signed))
 
     def text_to_keep(self, text: str) -> str:
         """The part of ``text`` kept: what was signed (NEARDUP_MAX_TEXT_CHARS), cut to

@@ -654,20 +654,20 @@ class RedisState(NearDupState):
         self.dedup.learn_boilerplate(site, signed, verdict)  # here, in the reactor's thread
         return verdict
 
-    async def would_drop(self, key: str, signed: Signed) -> bool:
-        """In the content thread; False when Redis cannot say (the check then decides)."""
+    async def would_drop_for(self, key: str, signed: Signed) -> list[str]:
+        """In the content thread; none when Redis cannot say (the check then decides)."""
         if self._outage is not None:
-            return False
+            return []
         signed = self.dedup.without_boilerplate(site_of(key), signed)
         return await await_future(self._submit(self._content_thread, self._peek_job, signed))
 
-    def _peek_job(self, signed: Signed) -> bool:
+    def _peek_job(self, signed: Signed) -> list[str]:
         try:
             self._connect_redis()
-            return self.dedup.would_drop(signed)
+            return self.dedup.would_drop_for(signed)
         except self.errors as exc:
             self._redis_failed(exc)
-            return False
+            return []
 
     def _check_blocking(self, key: str, signed: Signed) -> Verdict:
         """``dedup.check_signed`` for callers off the reactor (scripts, tests): ``key`` as
