@@ -410,8 +410,9 @@ class FastReadings:
 
 
 class KeptLines:
-    """The :class:`PageLines` of the ``max_pages`` pages kept last (about 1 KB each), and
-    of up to ``per_page`` pages dropped for each after their full reading confirmed it.
+    """The :class:`PageLines` of the ``max_pages`` pages kept last (about 1 KB each, and
+    ``max_hashes`` line hashes in all: 16 MB), and of up to ``per_page`` pages dropped for
+    each after their full reading confirmed it.
 
     A page that would be dropped for one of them, and whose lines are all on it (or on one of
     the pages confirmed as its copies) but for ``allowed`` characters, is dropped on its fast
@@ -420,23 +421,25 @@ class KeptLines:
     after a restart, or for a page another crawler process kept, the full reading decides
     as before."""
 
-    def __init__(self, max_pages: int = 8192, per_page: int = 4) -> None:
-        self.max_pages, self.per_page = max_pages, per_page
+    def __init__(self, max_pages: int = 8192, per_page: int = 4, max_hashes: int = 1 << 22):
+        self.max_pages, self.per_page, self.max_hashes = max_pages, per_page, max_hashes
         self._pages: OrderedDict[str, list[np.ndarray]] = OrderedDict()
+        self._hashes = 0
 
     def remember(self, key: str, lines: PageLines) -> None:
         """The lines of a page kept as ``key``."""
-        self._pages[key] = [np.unique(lines.hashes)]
-        self._pages.move_to_end(key)
-        if len(self._pages) > self.max_pages:
-            self._pages.popitem(last=False)
+        self._forget(key)
+        self._pages[key] = []
+        self._add(self._pages[key], lines)
+        while self._pages and (len(self._pages) > self.max_pages or self._hashes > self.max_hashes):
+            self._forget(next(iter(self._pages)))
 
     def remember_copy(self, keys: list[str], lines: PageLines) -> None:
         """The lines of a page to be dropped for ``keys`` after a full reading said no more."""
         for key in keys:
             found = self._pages.get(key)
             if found is not None and len(found) <= self.per_page:
-                found.append(np.unique(lines.hashes))
+                self._add(found, lines)
 
     def hold(self, keys: list[str], lines: PageLines, allowed: int) -> bool:
         """Whether the lines kept for one of ``keys`` hold all of ``lines`` but ``allowed``
@@ -446,6 +449,15 @@ class KeptLines:
                 if lines.chars_not_in(kept) <= allowed:
                     return True
         return False
+
+    def _add(self, found: list[np.ndarray], lines: PageLines) -> None:
+        hashes = np.unique(lines.hashes)
+        found.append(hashes)
+        self._hashes += len(hashes)
+
+    def _forget(self, key: str) -> None:
+        for hashes in self._pages.pop(key, ()):
+            self._hashes -= len(hashes)
 
 
 class Extractor:

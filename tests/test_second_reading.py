@@ -72,14 +72,19 @@ def test_the_pages_reproduce_a_short_fast_reading() -> None:
     assert "Zertifikate sind" not in fast and "Zertifikate sind" in full
 
 
-def test_a_translation_read_short_is_read_in_full_and_kept(tmp_path) -> None:
-    server = serve_pages(PAGES.get)
+def crawl_pages(pages: dict[str, bytes], out: Path) -> tuple[str, dict]:
+    """The start URL, and the result of crawling ``pages`` one request at a time."""
+    server = serve_pages(pages.get)
     try:
         start = f"http://127.0.0.1:{server.server_address[1]}/"
-        result = crawl(start, tmp_path / "out.json", CONCURRENT_REQUESTS=1)
+        return start, crawl(start, out, CONCURRENT_REQUESTS=1)
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_translation_read_short_is_read_in_full_and_kept(tmp_path) -> None:
+    start, result = crawl_pages(PAGES, tmp_path / "out.json")
     assert sorted(item["url"].rsplit("/", 2)[1] for item in result["kept"]) == ["de", "en"]
     # The site reads short from then on: the print version was read in full at once, and
     # dropped for the German chapter's full reading.
@@ -141,6 +146,14 @@ def test_kept_lines_hold_a_kept_page_and_its_confirmed_copies_and_are_bounded() 
     kept.remember("b", lines("x"))
     kept.remember("c", lines("y"))
     assert not kept.hold(["a"], lines("nav"), allowed=0)  # bounded: the oldest went first
+    assert kept.hold(["b"], lines("x"), allowed=0) and kept._hashes == 2
+    # and by the hashes kept in all: a page of many lines pushes the oldest out
+    kept = KeptLines(max_pages=10, max_hashes=5)
+    kept.remember("a", lines("nav", "article"))
+    kept.remember("b", lines("one", "two", "three", "four"))
+    assert not kept.hold(["a"], lines("nav"), allowed=0) and kept._hashes == 4
+    kept.remember("b", lines("one"))  # kept again: replaced, not added
+    assert kept._hashes == 1
 
 
 # The English chapter comes again under another URL with a session line: its lines are all on
@@ -157,13 +170,7 @@ SPARED = {
 
 
 def test_a_copy_whose_lines_are_all_on_the_kept_page_is_not_read_again(tmp_path) -> None:
-    server = serve_pages(SPARED.get)
-    try:
-        start = f"http://127.0.0.1:{server.server_address[1]}/"
-        result = crawl(start, tmp_path / "out.json", CONCURRENT_REQUESTS=1)
-    finally:
-        server.shutdown()
-        server.server_close()
+    _, result = crawl_pages(SPARED, tmp_path / "out.json")
     assert sorted(item["url"].rsplit("/", 2)[1] for item in result["kept"]) == ["de", "en"]
     (dropped,) = result["dropped"]
     assert dropped["url"].endswith("/mirror/en/x509.html")
