@@ -250,13 +250,13 @@ class Deduplicator:
         ):
             self.site_lines.count(site, signed.near[1])
 
-    def would_drop_for(self, signed: Signed) -> list[str]:
-        """The keys of the documents :meth:`check_signed` would now call ``signed`` a copy
-        of (empty: it would keep it); nothing recorded."""
+    def would_drop_for(self, signed: Signed) -> list[Match]:
+        """The kept documents :meth:`check_signed` would now call ``signed`` a copy of
+        (exact copies first; empty: it would keep it); nothing recorded."""
         found = self.exact.query(signed.exact)
         if not found and signed.near is not None and self.near is not None:
             found = self.near.query(signed.near)
-        return [match.key for match in found]
+        return found
 
     def holds(self, kept: Signed, new: Signed) -> bool:
         """Whether the text of ``new`` is within that of ``kept`` by the rule of a drop (two

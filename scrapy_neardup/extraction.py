@@ -414,12 +414,12 @@ class KeptLines:
     ``max_hashes`` line hashes in all: 16 MB), and of up to ``per_page`` pages dropped for
     each after their full reading confirmed it.
 
-    A page that would be dropped for one of them, and whose lines are all on it (or on one of
-    the pages confirmed as its copies) but for ``allowed`` characters, is dropped on its fast
-    reading: no reading of it can hold more than that. The pages of one site's template
-    (URL variants, a rotating ad, a session id) are the usual case. Kept in memory only:
-    after a restart, or for a page another crawler process kept, the full reading decides
-    as before."""
+    An exact copy of one of them (its fast reading the same, word for word) whose lines are
+    all on it (or on one of the pages confirmed as its copies) but for ``allowed`` characters
+    is dropped on its fast reading: no reading of it can hold more than that. The pages of
+    one site's template (URL variants, a rotating ad, a session id) are the usual case. Kept
+    in memory only: after a restart, or for a page another crawler process kept, the full
+    reading decides as before."""
 
     def __init__(self, max_pages: int = 8192, per_page: int = 4, max_hashes: int = 1 << 22):
         self.max_pages, self.per_page, self.max_hashes = max_pages, per_page, max_hashes

@@ -149,17 +149,20 @@ class NearDupPipeline:
         (readability, jusText) before it is: the full reading is compared when the fast one
         does not hold it. Only would-be drops pay for it (a third more per page read), and on
         a site whose fast readings proved complete only some of them (:class:`FastReadings`);
-        not one whose page is all on the kept page it would be dropped for, but the share of
-        text a drop allows anyway (:class:`KeptLines`): no reading of it could say more."""
+        not an exact copy whose page is all on the kept page it would be dropped for, but the
+        share of text a drop allows anyway (:class:`KeptLines`): no reading could say more."""
         body, page.body = page.body, None
         state, site = self.state, site_of(page.url)  # as the middleware reads it
         if not state.readings.should_reread(site):
             return page.signed
-        kept = await state.would_drop_for(key, page.signed)
-        if not kept:
+        found = await state.would_drop_for(key, page.signed)
+        if not found:
             return page.signed
-        lines = page.extracted.lines
-        if lines is not None and state.kept_lines.hold(kept, lines, self._allowed(page)):
+        # Only an exact copy's reading is the kept page's reading word for word, so that what
+        # its page adds is all the text a full reading could add (a tenth, as a drop allows).
+        copied = [match.key for match in found if match.method == "exact"]
+        lines = page.extracted.lines if copied else None
+        if lines is not None and state.kept_lines.hold(copied, lines, self._allowed(page)):
             state.inc("neardup/extract/reread_spared")  # its whole page is on a kept one
             return page.signed
         state.inc("neardup/extract/reread")
@@ -175,7 +178,7 @@ class NearDupPipeline:
         state.readings.record(site, richer)
         if not richer:
             if lines is not None:  # its copies need no full reading of their own
-                state.kept_lines.remember_copy(kept, lines)
+                state.kept_lines.remember_copy(copied, lines)
             return page.signed
         state.inc("neardup/extract/reread_richer")
         if self.config.debug:
@@ -184,9 +187,9 @@ class NearDupPipeline:
         return signed
 
     def _allowed(self, page: Any) -> int:
-        """Characters of a page's lines that may be missing from the kept page it would be
-        dropped for without reading it again: the share of its text a drop already allows
-        to be missing (none for exact copies)."""
+        """Characters of an exact copy's lines that may be missing from the kept page it
+        would be dropped for without reading it again: the share of its words a drop allows
+        to be missing (none with the ``exact`` backend, whose drops allow none)."""
         near = self.state.dedup.near
         share = 1.0 - near.method.coverage if near is not None else 0.0
         return int(share * len(page.extracted.text))

@@ -156,14 +156,15 @@ def test_kept_lines_hold_a_kept_page_and_its_confirmed_copies_and_are_bounded() 
     assert kept._hashes == 1
 
 
-# The English chapter comes again under another URL with a session line: its lines are all on
-# the English page but that one, so it is dropped without a full reading; the German
-# translation's lines are not, so it is read in full (and kept), as before.
+# The English chapter comes again under another URL with a session line in its footer: its
+# reading is the English page's, word for word, and its lines are all on that page but the
+# session line, so it is dropped without a full reading; the German translation's lines are
+# not, so it is read in full (and kept), as before.
 SPARED = {
     "/": b'<html><body><a href="/en/x509.html">en</a></body></html>',
     "/en/x509.html": chapter("10.2. X.509 certificates", EN, "/mirror/en/x509.html"),
     "/mirror/en/x509.html": chapter(
-        "10.2. X.509 certificates", EN, "/de/x509.html", "<p>session 7f3a</p>"
+        "10.2. X.509 certificates", EN, "/de/x509.html", "<footer>session 7f3a</footer>"
     ),
     "/de/x509.html": chapter("10.2. X.509-Zertifikate", DE),
 }

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.request import RequestFingerprinter
 from xxhash import xxh3_128_digest
 
+from scrapy_neardup.algorithms.base import Match
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.engine import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError
@@ -268,7 +269,7 @@ class NearDupState:
             self.keep_text(verdict.key, self.text_to_keep(text))
         return verdict
 
-    async def would_drop_for(self, key: str, signed: Signed) -> list[str]:
+    async def would_drop_for(self, key: str, signed: Signed) -> list[Match]:
         """The kept documents :meth:`check_item` would now call ``signed`` a copy of (none:
         it would keep it); nothing recorded."""
         return self.dedup.would_drop_for(self.dedup.without_boilerplate(site_of(key), signed))

@@ -59,6 +59,7 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
+from scrapy_neardup.algorithms.base import Match
 from scrapy_neardup.engine import Deduplicator, Member, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError
 from scrapy_neardup.state.base import NearDupState
@@ -654,14 +655,14 @@ class RedisState(NearDupState):
         self.dedup.learn_boilerplate(site, signed, verdict)  # here, in the reactor's thread
         return verdict
 
-    async def would_drop_for(self, key: str, signed: Signed) -> list[str]:
+    async def would_drop_for(self, key: str, signed: Signed) -> list[Match]:
         """In the content thread; none when Redis cannot say (the check then decides)."""
         if self._outage is not None:
             return []
         signed = self.dedup.without_boilerplate(site_of(key), signed)
         return await await_future(self._submit(self._content_thread, self._peek_job, signed))
 
-    def _peek_job(self, signed: Signed) -> list[str]:
+    def _peek_job(self, signed: Signed) -> list[Match]:
         try:
             self._connect_redis()
             return self.dedup.would_drop_for(signed)
