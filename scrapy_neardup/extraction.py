@@ -88,9 +88,9 @@ class PageLines:
 
     Whatever any reading of a page keeps is made of these lines, so a page whose lines are
     all on a kept page says nothing that page does not, however short its fast reading was:
-    the pipeline drops it without reading it again in full (see its second reading). Text
-    nodes, not the source's lines: a minified page is one source line, and one changed word
-    would make all of it new."""
+    the pipeline drops such an exact copy without reading it again in full (see
+    :class:`KeptLines`). Text nodes, not the source's lines: a minified page is one source
+    line, and one changed word would make all of it new."""
 
     hashes: np.ndarray  # uint32, one per line
     chars: np.ndarray  # uint32, the line's length
