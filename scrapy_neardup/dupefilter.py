@@ -39,6 +39,9 @@ class NearDupDupeFilter(RFPDupeFilter):
     ) -> None:
         super().__init__(debug=debug, fingerprinter=fingerprinter)
         self.state = state
+        #: A subclass that overrides ``request_fingerprint()`` (deprecated in Scrapy, still
+        #: honoured by it) decides what a request is.
+        self._legacy = _LegacyFingerprinter(self) if self._legacy_fingerprint else None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupDupeFilter:
@@ -99,7 +102,7 @@ class NearDupDupeFilter(RFPDupeFilter):
         state = self.state
         state.open()  # scrapy-redis's scheduler never calls open()
         try:
-            key = self.request_key(request)
+            key = state.request_key(request, self._legacy)
         except InvalidURL:
             state.inc("neardup/urls/invalid")
             return False
@@ -111,12 +114,7 @@ class NearDupDupeFilter(RFPDupeFilter):
 
     def request_key(self, request: Request) -> bytes:
         """What this filter records for ``request`` (raises InvalidURL)."""
-        return self.state.request_key(request, self._legacy_fingerprinter())
-
-    def _legacy_fingerprinter(self) -> Any:
-        """A subclass that overrides ``request_fingerprint()`` (deprecated in Scrapy, still
-        honoured by it) decides what a request is."""
-        return _LegacyFingerprinter(self) if self._legacy_fingerprint else None
+        return self.state.request_key(request, self._legacy)
 
     def log(self, request: Request, spider: Spider) -> None:
         self.state.inc("neardup/urls/filtered")

@@ -73,3 +73,29 @@ def test_a_file_that_is_not_a_store_is_a_state_error(tmp_path) -> None:
     path.write_bytes(b"not a database" * 100)
     with pytest.raises(StateError, match="fingerprint store"):
         FingerprintStore(path)
+
+
+def test_a_store_keyed_by_the_whole_fingerprint_is_carried_over(tmp_path) -> None:
+    """Stores written before this version keyed a ``fingerprints`` table by the 16 bytes:
+    opening one copies its keys (in one transaction) and drops that table."""
+    import sqlite3
+
+    path = tmp_path / "urls.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "create table fingerprints (fp blob primary key) without rowid;"
+        "create table counters (name text primary key, value integer not null);"
+    )
+    db.executemany("insert into fingerprints values (?)", [(fp(i),) for i in range(3000)])
+    db.execute("insert into counters values ('false_positives', 4)")
+    db.commit()
+    db.close()
+    store = FingerprintStore(path)
+    assert len(store) == 3000
+    assert all(fp(i) in store for i in range(3000)) and fp(3000) not in store
+    assert store.counter("false_positives") == 4
+    store.close()
+    db = sqlite3.connect(path)
+    tables = {row[0] for row in db.execute("select name from sqlite_master where type = 'table'")}
+    db.close()
+    assert tables == {"url_keys", "counters"}

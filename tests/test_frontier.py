@@ -353,6 +353,41 @@ def test_our_request_dicts_are_scrapys() -> None:
         frontier_module._to_dict(Request("https://a.org/", callback=lambda r: None), spider)
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"callback": "parse_page", "meta": {"depth": 3, "name": "x", "on": True, "none": None}},
+        {"priority": -2, "dont_filter": True, "method": "HEAD", "encoding": "latin-1"},
+        {"meta": {"big": 10**30}},  # beyond orjson's ints: the full way writes it
+        {"meta": {"__bytes__": "a meta key that looks like a tag"}},
+        {"headers": {"Accept": "text/html"}},
+        {"cookies": {"a": "b"}, "flags": ["f"], "cb_kwargs": {"n": 1}},
+        {"callback": "parse_page", "errback": "failed"},
+    ],
+)
+def test_a_plain_request_is_written_short_and_reads_back_the_same(kwargs: dict) -> None:
+    """A link followed (the usual request) is written without the fields that hold their
+    defaults, and without making Scrapy's lazy parts (a Headers object per request)."""
+    spider = Pages()
+    kwargs = dict(kwargs)
+    for name in ("callback", "errback"):
+        if name in kwargs:
+            kwargs[name] = getattr(spider, kwargs[name])
+    original = Request("https://example.com/a?b=1", **kwargs)
+    data = request_to_json(original, spider)
+    copy = request_from_json(data, spider)
+    assert copy.to_dict(spider=spider) == original.to_dict(spider=spider)
+    plain = set(kwargs) <= {"callback", "meta", "priority", "dont_filter", "method", "encoding"}
+    plain = plain and "big" not in kwargs.get("meta", {})
+    plain = plain and "__bytes__" not in kwargs.get("meta", {})
+    assert (b'"headers"' not in data) is plain
+    if plain and hasattr(Request("https://a.org/"), "_headers"):  # Scrapy makes them lazily
+        fresh = Request("https://example.com/a?b=1", **kwargs)
+        request_to_json(fresh, spider)
+        assert fresh._headers is None and fresh._cb_kwargs is None
+
+
 def test_values_orjson_cannot_write_exactly_round_trip_too() -> None:
     """orjson writes NaN as null and refuses ints beyond 64 bits: those requests go through
     the standard library, and come back as they were."""

@@ -206,8 +206,14 @@ class NearDupState:
         anything else (a method, a body, a project's fingerprinter) is the fingerprinter's
         answer for the request with its canonical URL.
         """
-        canonical = self.canonical(request.url)
-        fingerprinter = fingerprinter or self.fingerprinter
+        config = self.config  # the filter's hot path: canonical() inlined
+        canonical = canonical_url(
+            request.url,
+            strip_params=config.strip_params,
+            strip_trailing_slash=config.strip_trailing_slash,
+        )
+        if fingerprinter is None:
+            fingerprinter = getattr(self.crawler, "request_fingerprinter", None)
         if fingerprinter is None or (
             type(fingerprinter) is RequestFingerprinter
             and request.method == "GET"
