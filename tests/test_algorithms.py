@@ -553,6 +553,37 @@ def test_minhash_signature_is_datasketchs_bit_for_bit(num_perm: int, size: int) 
     assert np.array_equal(method.signature(_Shingled(shingles)), plain.hashvalues)
 
 
+@pytest.mark.parametrize("seed", [1, 7, 2**31])
+@pytest.mark.parametrize("num_perm", [16, 128, 1024])
+def test_minhash_permutations_are_datasketchs(num_perm: int, seed: int) -> None:
+    """Drawn without datasketch, they are the ones its ``affine32`` MinHash draws."""
+    from datasketch import MinHash
+
+    a, b = MinHashMethod(num_perm=num_perm, seed=seed)._affine()
+    want = MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations
+    assert a.dtype == b.dtype == np.uint32
+    assert np.array_equal(a, want[0]) and np.array_equal(b, want[1])
+
+
+def test_a_minhash_signature_needs_no_datasketch() -> None:
+    """Signing is all a worker does with the method: it must not import datasketch (scipy)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from scrapy_neardup.algorithms.minhash import MinHashMethod\n"
+        "from scrapy_neardup.text import Document\n"
+        f"MinHashMethod().signature(Document({TEXT!r}))\n"
+        "print('datasketch' in sys.modules, 'scipy' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["False", "False"]
+
+
 @pytest.mark.parametrize("num_perm", [64, 256])
 def test_minhash_other_num_perm(num_perm: int) -> None:
     method = MinHashMethod(num_perm=num_perm)

@@ -75,8 +75,9 @@ class MinHashMethod:
             self.prepared()  # parameters datasketch may refuse: asked now, at start
 
     # datasketch is imported on first use, never at start: it imports scipy (about 50 MB and
-    # most of a second), which a crawl that never checks a page should not pay for. The
-    # crawler process does not even need it: it adopts the banding its workers computed.
+    # most of a second), which a crawl that never checks a page should not pay for. Only the
+    # banding needs it, asked of one worker: the crawler process adopts what it computed, and
+    # signatures need only the permutations (drawn in _affine).
 
     def prepared(self) -> tuple[int, int]:
         """(bands, rows): the banding datasketch's ``MinHashLSH`` chooses for the threshold,
@@ -97,13 +98,19 @@ class MinHashMethod:
             self._banding = (bands, rows)
 
     def _affine(self) -> tuple[np.ndarray, np.ndarray]:
-        """datasketch's ``MinHash`` permutations, drawn once (datasketch draws them for every
-        MinHash); only where signatures are computed."""
-        if self._permutations is None:
-            from datasketch import MinHash
+        """The permutations of datasketch's ``MinHash(num_perm, seed, scheme="affine32")``,
+        drawn once, here, the way datasketch 2 draws them (the tests hold them to its own).
 
-            a, b = MinHash(num_perm=self.num_perm, seed=self.seed, scheme=_SCHEME).permutations
-            self._permutations = (a.astype(np.uint32), b.astype(np.uint32))
+        Not taken from datasketch, which only the workers would import for them: ``import
+        datasketch`` pulls in scipy, a third of a second of CPU and about 50 MB in every
+        worker before its first page. Drawn here, they also stay what saved signatures were
+        made with, whatever a later datasketch draws."""
+        if self._permutations is None:
+            gen = np.random.RandomState(self.seed)
+            odd = gen.randint(0, 1 << 31, self.num_perm, dtype=np.uint32)
+            a = odd * np.uint32(2) + np.uint32(1)  # odd: a bijection modulo 2**32
+            b = gen.randint(0, 1 << 32, self.num_perm, dtype=np.uint32)
+            self._permutations = (a, b)
         return self._permutations
 
     @property
