@@ -323,8 +323,13 @@ def url_fingerprint(canonical: str) -> bytes:
 
 
 # rbloom hashes with Python's hash() unless told otherwise, which is salted per process;
-# the fingerprint is already a good 128-bit hash, so it is used as the integer itself.
-_stable_hash = functools.partial(int.from_bytes, byteorder="little", signed=True)
+# the fingerprint is already a good 128-bit hash, so it is used as the integer itself. It is
+# made an integer once per test-and-set, and rbloom's hash function is then ``int`` (a lookup
+# and an add each called the conversion before: a fifth of the filter's time). The bits set
+# are the same as when rbloom was given the bytes and the conversion.
+def _as_int(fingerprint: bytes) -> int:
+    return int.from_bytes(fingerprint, "little", signed=True)
+
 
 _HEADER = struct.Struct("<4sHQdIdQI")  # magic, version, capacity, error_rate, growth,
 #                                        tightening, count, number of stages
@@ -419,10 +424,10 @@ class ScalableBloomFilter:
     def _add_stage(self, capacity: int, error_rate: float, blob: bytes | None = None) -> _Stage:
         if blob is None:
             error_rate = min(error_rate, _MAX_STAGE_RATE)
-            bloom = Bloom(capacity, error_rate, _stable_hash)
+            bloom = Bloom(capacity, error_rate, int)
             k = _bloom_size(capacity, error_rate)[1]
         else:
-            bloom = Bloom.load_bytes(blob, _stable_hash)
+            bloom = Bloom.load_bytes(blob, int)
             k = int.from_bytes(blob[:8], "little")
         stage = _Stage(bloom, capacity, error_rate, k)
         self._stages.append(stage)
@@ -431,21 +436,23 @@ class ScalableBloomFilter:
 
     def add(self, fingerprint: bytes) -> bool:
         """Test and set: True if ``fingerprint`` was (probably) there already, else add it."""
+        value = int.from_bytes(fingerprint, "little", signed=True)
         for bloom in self._blooms:
-            if fingerprint in bloom:
+            if value in bloom:
                 return True
         stage = self._stages[-1]
         if stage.count >= stage.capacity:
             stage = self._add_stage(
                 stage.capacity * self.growth, stage.error_rate * self.tightening
             )
-        stage.bloom.add(fingerprint)
+        stage.bloom.add(value)
         stage.count += 1
         self._count += 1
         return False
 
     def __contains__(self, fingerprint: bytes) -> bool:
-        return any(fingerprint in bloom for bloom in self._blooms)
+        value = _as_int(fingerprint)
+        return any(value in bloom for bloom in self._blooms)
 
     def __len__(self) -> int:
         """Number of items added (lookups that found an item do not count)."""

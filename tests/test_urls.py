@@ -419,3 +419,15 @@ def test_bad_keyword_arguments() -> None:
         ScalableBloomFilter(10, 0.1, growth=0)
     with pytest.raises(ValueError, match="tightening"):
         ScalableBloomFilter(10, 0.1, tightening=1.0)
+
+
+def test_the_bloom_filters_bits_stay_what_saved_states_hold() -> None:
+    """A saved filter is loaded by later versions: the bits each URL sets must not change
+    (the digest is of the bytes this filter saved when its format was last changed)."""
+    from xxhash import xxh3_64_hexdigest
+
+    bloom = ScalableBloomFilter(capacity=1000, error_rate=0.001)
+    for i in range(2500):  # two stages
+        bloom.add(url_fingerprint(f"https://example.com/{i}"))
+    assert bloom.stages == 2
+    assert xxh3_64_hexdigest(bloom.to_bytes()) == "dd6fa4d6088d5829"

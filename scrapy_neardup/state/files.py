@@ -427,8 +427,12 @@ class FileState(NearDupState):
             self._confirm(self.confirm.count, "false_positives", None)
             if self.config.debug:
                 logger.debug("scrapy-neardup: Bloom false positive confirmed new: %s", key.hex())
-        if self.confirm is not None:
-            self._confirm(self.confirm.add, key, None)
+        confirm = self.confirm
+        if confirm is not None:
+            try:  # not through _confirm: this runs for every new URL
+                confirm.add(key)
+            except StateError as exc:
+                self._confirm_failed(exc)
         if on_new is not None:
             on_new(key)
         if self._url_journal is not None:
@@ -453,17 +457,21 @@ class FileState(NearDupState):
         try:
             return call(arg)
         except StateError as exc:
-            self.inc("neardup/urls/confirm_errors")
-            logger.error(
-                "scrapy-neardup: %s; Bloom positives are not confirmed for the rest of this "
-                "crawl, and the next start stops on this file until it is moved away",
-                exc,
-            )
-            store, self.confirm = self.confirm, None
-            if store is not None:
-                with contextlib.suppress(StateError, sqlite3.Error):
-                    store.close()
+            self._confirm_failed(exc)
             return failed
+
+    def _confirm_failed(self, exc: StateError) -> None:
+        """The URL store broke mid-crawl: the crawl goes on without it (see _confirm)."""
+        self.inc("neardup/urls/confirm_errors")
+        logger.error(
+            "scrapy-neardup: %s; Bloom positives are not confirmed for the rest of this "
+            "crawl, and the next start stops on this file until it is moved away",
+            exc,
+        )
+        store, self.confirm = self.confirm, None
+        if store is not None:
+            with contextlib.suppress(StateError, sqlite3.Error):
+                store.close()
 
     def _lshbloom(self) -> LSHBloomStore | None:
         near = self.dedup.near

@@ -7,6 +7,8 @@ cache in memory, so the crawl keeps the Bloom filter's memory per URL; the cost 
 lookup per repeated URL and one insert per new one. Inserts wait in a small set
 (:data:`BATCH` keys, read by lookups too) and go in sorted, with one ``executemany``: 2 us a
 URL instead of 5 one by one, and the URL filter runs in the reactor's thread for every request.
+The larger the batch, the fewer times each page of a large table is written: at a million URLs
+an insert cost 3 us in batches of 1,024 and 1.6 us in batches of 16,384 (8,192: 0.6 MB).
 
 A fingerprint is stored as its first 8 bytes, a signed 64-bit integer: the table is SQLite's
 own rowid B-tree (``integer primary key``), where an insert costs two thirds of one into a
@@ -37,8 +39,8 @@ from typing import Any
 
 from scrapy_neardup.exceptions import StateError
 
-#: Fingerprints held in memory before they are inserted (at least every flush interval).
-BATCH = 1024
+#: Keys held in memory before they are inserted (at least every flush interval).
+BATCH = 8192
 
 _SCHEMA = """
 create table if not exists url_keys (key integer primary key);
