@@ -553,6 +553,20 @@ def test_minhash_signature_is_datasketchs_bit_for_bit(num_perm: int, size: int) 
     assert np.array_equal(method.signature(_Shingled(shingles)), plain.hashvalues)
 
 
+def test_the_bandings_written_out_are_datasketchs() -> None:
+    from datasketch import MinHashLSH
+
+    from scrapy_neardup.algorithms.minhash import _BANDINGS, _DEFAULT_WEIGHTS
+
+    for (threshold, num_perm), banding in _BANDINGS.items():
+        lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, weights=_DEFAULT_WEIGHTS)
+        assert (lsh.b, lsh.r) == banding, (threshold, num_perm)
+        assert MinHashMethod(threshold=threshold, num_perm=num_perm).prepared() == banding
+    # Not written out: asked of datasketch, as before.
+    lsh = MinHashLSH(threshold=0.45, num_perm=128, weights=_DEFAULT_WEIGHTS)
+    assert MinHashMethod(threshold=0.45).prepared() == (lsh.b, lsh.r)
+
+
 @pytest.mark.parametrize("seed", [1, 7, 2**31])
 @pytest.mark.parametrize("num_perm", [16, 128, 1024])
 def test_minhash_permutations_are_datasketchs(num_perm: int, seed: int) -> None:

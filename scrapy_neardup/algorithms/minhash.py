@@ -37,6 +37,35 @@ _EMPTY = np.uint32(0xFFFFFFFF)
 _S1, _M1, _S2, _M2, _S3 = (np.uint32(v) for v in (16, 0x85EBCA6B, 13, 0xC2B2AE35, 16))
 
 
+#: ``(bands, rows)`` that datasketch's ``MinHashLSH`` chooses for ``(threshold, num_perm)``
+#: with this backend's default weights, written out (the tests ask datasketch for each):
+#: computing one imports scipy and integrates, a third of a second and 50 MB in the process
+#: that asks, on the way to the first page checked. Other parameters are asked of datasketch.
+_BANDINGS: dict[tuple[float, int], tuple[int, int]] = {
+    (0.3, 64): (19, 2),
+    (0.4, 64): (21, 3),
+    (0.5, 64): (16, 4),
+    (0.6, 64): (12, 5),
+    (0.7, 64): (10, 6),
+    (0.8, 64): (7, 9),
+    (0.9, 64): (4, 16),
+    (0.3, 128): (42, 3),
+    (0.4, 128): (32, 4),
+    (0.5, 128): (25, 5),
+    (0.6, 128): (21, 6),
+    (0.7, 128): (16, 8),
+    (0.8, 128): (11, 11),
+    (0.9, 128): (6, 20),
+    (0.3, 256): (59, 3),
+    (0.4, 256): (58, 4),
+    (0.5, 256): (45, 5),
+    (0.6, 256): (36, 7),
+    (0.7, 256): (28, 9),
+    (0.8, 256): (19, 13),
+    (0.9, 256): (11, 23),
+}
+
+
 def _fmix32(h: np.ndarray) -> np.ndarray:
     h = h ^ (h >> _S1)
     h = h * _M1
@@ -71,13 +100,17 @@ class MinHashMethod:
         self._banding: tuple[int, int] | None = None
         self._ranges: list[tuple[int, int]] = []
         self._permutations: tuple[np.ndarray, np.ndarray] | None = None
-        if tuple(weights) != _DEFAULT_WEIGHTS or bands is not None or threshold > 0.9:
+        plain = tuple(weights) == _DEFAULT_WEIGHTS and bands is None
+        known = _BANDINGS.get((threshold, num_perm)) if plain else None
+        if known is not None:
+            self.adopt(known)
+        elif not plain or threshold > 0.9:
             self.prepared()  # parameters datasketch may refuse: asked now, at start
 
     # datasketch is imported on first use, never at start: it imports scipy (about 50 MB and
-    # most of a second), which a crawl that never checks a page should not pay for. Only the
-    # banding needs it, asked of one worker: the crawler process adopts what it computed, and
-    # signatures need only the permutations (drawn in _affine).
+    # most of a second), which a crawl that never checks a page should not pay for. Only a
+    # banding that is not in _BANDINGS needs it, asked of one worker: the crawler process
+    # adopts what it computed. Signatures need only the permutations (drawn in _affine).
 
     def prepared(self) -> tuple[int, int]:
         """(bands, rows): the banding datasketch's ``MinHashLSH`` chooses for the threshold,
