@@ -139,8 +139,9 @@ class NearDupState:
 
     def _prepare_checks(self) -> None:
         """With the first page, ask a worker for what checking pages needs (MinHash's banding,
-        which datasketch computes with scipy): loaded in this process it would cost 50 MB and
-        stall the reactor for most of a second."""
+        which datasketch computes with scipy, for parameters whose banding is not written out
+        in ``minhash._BANDINGS``; for the others the worker answers at once): loaded in this
+        process it would cost 50 MB and stall the reactor for most of a second."""
         adopt = getattr(self.dedup.method, "adopt", None)
         if adopt is None:
             return
