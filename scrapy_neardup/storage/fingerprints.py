@@ -8,7 +8,7 @@ lookup per repeated URL and one insert per new one. Inserts wait in a small set
 (:data:`BATCH` keys, read by lookups too) and go in sorted, with one ``executemany``: 2 us a
 URL instead of 5 one by one, and the URL filter runs in the reactor's thread for every request.
 The larger the batch, the fewer times each page of a large table is written: at a million URLs
-an insert cost 3 us in batches of 1,024 and 1.6 us in batches of 16,384 (8,192: 0.6 MB).
+an insert cost 3 us in batches of 1,024 and 1.6 us in batches of 16,384 (8,192 keys: 0.8 MB).
 
 A fingerprint is stored as its first 8 bytes, a signed 64-bit integer: the table is SQLite's
 own rowid B-tree (``integer primary key``), where an insert costs two thirds of one into a
