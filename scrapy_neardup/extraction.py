@@ -70,6 +70,10 @@ FIRST_LOGGED = 5
 _PR_SET_PDEATHSIG = 1
 
 _BODY_TEXT = etree.XPath("//body//text()[normalize-space()]", smart_strings=False)
+#: Children that keep a ``<section>`` a paragraph (see _paragraph_sections).
+_INLINE_TAGS = frozenset(
+    "a abbr b br code em font i img label mark q s small span strong sub sup time u wbr".split()
+)
 
 
 class PageLimitError(NearDupError):
@@ -178,6 +182,7 @@ def extract_main_text(
             doc = None
         else:
             title = _title(tree)
+            _paragraph_sections(tree)
             doc = trafilatura.bare_extraction(
                 tree,
                 url=url,
@@ -201,6 +206,21 @@ def extract_main_text(
         text = ""
     text = (text or "").strip()
     return Extracted(text, "fallback", title) if text else Extracted(_EMPTY, "empty", title)
+
+
+def _paragraph_sections(tree: Any) -> None:
+    """Read a ``<section>`` that holds only inline content as the paragraph it is to a reader.
+
+    trafilatura 2.x drops such a section's text, so an article written as sections of spans
+    (WeChat's editor and others like it) came out as the few ``<p>`` around it: a profile
+    box, a credit line. Sections of blocks (Sphinx's, one per heading) stay as they are. On
+    the 181 annotated pages of the article-extraction benchmark and the 115 pages with
+    sections of the real documentation sites this changes one page, by two lines."""
+    for element in tree.iter("section"):
+        if (len(element) or (element.text or "").strip()) and all(
+            child.tag in _INLINE_TAGS for child in element
+        ):
+            element.tag = "p"
 
 
 def _lines(tree: Any, url: str | None) -> PageLines | None:

@@ -32,6 +32,52 @@ def test_article_text_without_navigation() -> None:
     assert "Copyright the paper" not in found.text
 
 
+# An article written as sections of spans, as WeChat's editor writes them, amid the
+# paragraphs of its page (a profile box, a credit line, toasts): those were all trafilatura
+# took. Reduced from a real WeChat article page, attributes and Chinese text left out.
+SECTIONS_OF_SPANS = (
+    "<html><head><title>New phones</title></head><body><div><div><div>"
+    "<div><span><div><p><label>Account</label> <span>FView</span></p>"
+    "<p><label>About</label> <span>Thoughts on the mobile internet</span></p></div></span></div>"
+    "<div>"
+    + "".join(
+        f"<section><span>Part {i}: the new phones have larger screens, three cameras and "
+        f"batteries that last a whole day of use, and they go on sale next month in most "
+        f"countries.</span></section>"
+        for i in range(3)
+    )
+    + "<p><span>Source: the web</span></p><p><span>Edited by FView</span></p></div>"
+    "<div><div><p><span>See what friends read</span></p></div></div>"
+    "<div><p>Sent</p></div><div><p>Sending</p></div></div>"
+    "<div><p>Scan to follow this account</p></div></div></div>"
+    "<div><div><p>Comment sent</p></div></div></body></html>"
+)
+
+
+def test_an_article_written_as_sections_of_spans_is_read() -> None:
+    for fast in (True, False):
+        found = extract_main_text(SECTIONS_OF_SPANS.encode(), "http://example.com/p", fast=fast)
+        assert found.text.count("batteries that last a whole day") == 3, found.text
+
+
+def test_only_sections_of_inline_content_are_read_as_paragraphs() -> None:
+    """Sphinx writes a section per heading: read as divs, trafilatura took the last one of a
+    real page (Sphinx's autosectionlabel) for a footer, so sections of blocks stay."""
+    from trafilatura.utils import load_html
+
+    from scrapy_neardup.extraction import _paragraph_sections
+
+    tree = load_html(
+        "<html><body><section id='a'><h2>Usage</h2><p>Text.</p></section>"
+        "<section id='b'><span>Inline</span> text <b>only</b><br></section>"
+        "<section id='c'>Bare text</section><section id='d'></section>"
+        "<section id='e'><span>Inline</span><div>and a block</div></section></body></html>"
+    )
+    _paragraph_sections(tree)
+    tags = {element.get("id"): element.tag for element in tree.iter() if element.get("id")}
+    assert tags == {"a": "section", "b": "p", "c": "p", "d": "section", "e": "section"}
+
+
 @pytest.mark.parametrize(
     "body",
     [
