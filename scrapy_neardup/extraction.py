@@ -58,6 +58,22 @@ from scrapy_neardup.exceptions import NearDupError
 
 logger = logging.getLogger(__name__)
 
+
+class _UnparsedPageFilter(logging.Filter):
+    """Leaves out trafilatura's ERROR for a body it cannot parse as HTML (a JSON or plain-text
+    response, a fragment): the plugin counts such pages (``neardup/extract/empty``), and as
+    an ERROR the line would count in Scrapy's ``log_count/ERROR`` when extraction runs in the
+    crawler process (``NEARDUP_WORKERS = 0``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("parsed tree length")
+
+
+if not any(
+    isinstance(f, _UnparsedPageFilter) for f in logging.getLogger("trafilatura.utils").filters
+):
+    logging.getLogger("trafilatura.utils").addFilter(_UnparsedPageFilter())
+
 _EMPTY = ""
 WORKER_NICENESS = 5
 #: Exit status of a worker ended by its memory watchdog (pebble's own exits are 0, 1, errnos
@@ -173,6 +189,8 @@ def extract_main_text(
         if encoding is None:
             return Extracted(_EMPTY, "empty")
     html = decode_body(body, encoding)
+    if "<" not in html:  # plain text or JSON: no page to read (trafilatura would log an ERROR)
+        return Extracted(_EMPTY, "empty")
     title = ""
     try:
         # Parsed once here: the title is read from the tree, and trafilatura's own metadata

@@ -18,7 +18,7 @@ from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.extraction import Extracted, PageLimitError
 from scrapy_neardup.frontier import FRONTIER_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState, PageText, freeze_startup_objects
-from scrapy_neardup.twisted_futures import await_future
+from scrapy_neardup.twisted_futures import await_future, call_soon
 from scrapy_neardup.urls import site_of
 
 if TYPE_CHECKING:
@@ -420,11 +420,9 @@ class FrontierMiddleware:
         self._finish(output)
 
     def _item_done(self, item: Any = None, response: Any = None, *args: Any, **kwargs: Any) -> None:
-        from twisted.internet import reactor
-
         if self.state.frontier is not None:
             self.state.frontier.recovered_items.pop(id(item), None)
-        reactor.callLater(0, self._item_ended, response)
+        call_soon(self._item_ended, response)
 
     def _item_ended(self, response: Any) -> None:
         output = self._outputs.get(id(response)) if response is not None else None

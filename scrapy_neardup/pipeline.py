@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from itemadapter import ItemAdapter
+from itemadapter import ItemAdapter, is_item
 from scrapy.exceptions import DropItem, NotConfigured
 
 from scrapy_neardup.engine import Signed, Verdict
@@ -70,6 +70,9 @@ class NearDupPipeline:
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         page = self.state.take(item)
+        if not is_item(item):  # passed on untouched, as Scrapy does (for a later pipeline)
+            self.state.inc("neardup/skipped/not_item")
+            return item
         adapter = ItemAdapter(item)
         signed = await self._signatures(adapter, page)
         if signed is None:

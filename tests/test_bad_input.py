@@ -237,6 +237,14 @@ def test_bytes_and_lists_of_strings_are_taken_as_text(pipeline) -> None:
     assert stat(pipeline, "neardup/skipped/bad_text") == 0
 
 
+@pytest.mark.parametrize("value", ["a string", object(), 42, None])
+def test_objects_that_are_not_items_pass_untouched(pipeline, value) -> None:
+    """Scrapy hands the pipelines whatever a callback yields that is not a request; a later
+    pipeline of the project's may turn it into an item."""
+    assert run(pipeline.process_item(value)) is value
+    assert stat(pipeline, "neardup/skipped/not_item") == 1
+
+
 def test_odd_strings_are_compared_not_fatal(pipeline) -> None:
     for n, text in enumerate(["\ud800 lone surrogate " * 60, "\x00\x01\x02" * 500, "🙂" * 5000]):
         assert process(pipeline, {"url": f"http://a/{n}", "text": text}) == "kept"

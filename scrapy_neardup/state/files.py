@@ -357,14 +357,22 @@ class FileState(NearDupState):
 
         if self._sync_loop is not None or self._closed or not self._opened:
             return
+        period = max(self.config.flush_interval, MIN_SYNC_PERIOD)
         clock = self.sync_clock
-        if clock is None:
-            if not is_reactor_installed():  # Scrapy without a Twisted reactor: appends sync
+        if clock is None and not is_reactor_installed():
+            # Scrapy without a Twisted reactor (TWISTED_REACTOR_ENABLED = False): asyncio's.
+            try:
+                from scrapy.utils.asyncio import AsyncioLoopingCall
+            except ImportError:  # Scrapy < 2.14: appends sync, requests are marked done at close
                 return
+            self._sync_loop = AsyncioLoopingCall(self._periodic_sync)
+            self._sync_loop.start(period, now=False)
+            return
+        if clock is None:
             from twisted.internet import reactor as clock
         self._sync_loop = LoopingCall(self._periodic_sync)
         self._sync_loop.clock = clock
-        self._sync_loop.start(max(self.config.flush_interval, MIN_SYNC_PERIOD), now=False)
+        self._sync_loop.start(period, now=False)
 
     def _periodic_sync(self) -> None:
         try:

@@ -50,7 +50,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import sys
 import threading
 import time
 from collections import Counter, deque
@@ -64,7 +63,7 @@ from scrapy_neardup.engine import Deduplicator, Member, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError
 from scrapy_neardup.state.base import NearDupState
 from scrapy_neardup.storage.texts import redis_key
-from scrapy_neardup.twisted_futures import await_future
+from scrapy_neardup.twisted_futures import LoopHandle, await_future
 from scrapy_neardup.urls import ScalableBloomFilter, site_of
 
 logger = logging.getLogger(__name__)
@@ -101,12 +100,6 @@ class GuardedDeduplicator(Deduplicator):
 
     def check_direct(self, key: str, signed: Signed) -> Verdict:
         return super().check_signed(key, signed)
-
-
-def _running_reactor() -> Any:
-    """The Twisted reactor if one runs (never installs one)."""
-    reactor = sys.modules.get("twisted.internet.reactor")
-    return reactor if reactor is not None and getattr(reactor, "running", False) else None
 
 
 class RedisState(NearDupState):
@@ -170,6 +163,8 @@ class RedisState(NearDupState):
         self._outage_counts: Counter[str] = Counter()
         self._wait = min(SYNC_WAIT, config.redis_timeout)
         self._turn_ends: float | None = None
+        self._loop: LoopHandle | None = None
+        self._loop_thread: int | None = None
         self._url_busy_since: float | None = None
         self._late: dict[bytes, Future[bool]] = {}
         self._settled_later = False  # whether UrlFilterMiddleware awaits late answers
@@ -236,6 +231,8 @@ class RedisState(NearDupState):
         return len(self.urls), len(self.dedup)
 
     def _open(self) -> None:
+        # The loop of the crawl (opened in its thread), for calls from the Redis threads.
+        self._loop, self._loop_thread = LoopHandle.current(), threading.get_ident()
         self._settled_later = self._middleware_awaits()
         self._shared_queue = self._scheduler_shares_queue()
         future = self._submit(self._content_thread, self._first_contact)
@@ -341,11 +338,9 @@ class RedisState(NearDupState):
             else "URLs and items are let through unchecked until it is back",
         )
         if closed:
-            from twisted.python import threadable
-
-            reactor = _running_reactor()
-            if reactor is not None and not threadable.isInIOThread():
-                reactor.callFromThread(self._stop_crawl)
+            loop = self._loop
+            if loop is not None and loop.running and threading.get_ident() != self._loop_thread:
+                loop.call_from_thread(self._stop_crawl)
             else:
                 self._stop_crawl()
 
@@ -541,10 +536,10 @@ class RedisState(NearDupState):
 
     def _wait_left(self) -> float | None:
         """Seconds the caller may still wait for the URL thread: what is left of this turn
-        of the reactor's SYNC_WAIT; none while the thread is stuck on a call; without a
-        running reactor (a script, a test), or with a shared queue, the whole timeout."""
-        reactor = _running_reactor()
-        if reactor is None or self._shared_queue:
+        of the loop's SYNC_WAIT; none while the thread is stuck on a call; without a
+        running loop (a script, a test), or with a shared queue, the whole timeout."""
+        loop = LoopHandle.current()
+        if loop is None or self._shared_queue:
             return self.config.redis_timeout + 1.0
         now = time.monotonic()
         busy = self._url_busy_since
@@ -552,7 +547,7 @@ class RedisState(NearDupState):
             return 0.0
         if self._turn_ends is None:
             self._turn_ends = now + self._wait
-            reactor.callLater(0, self._next_turn)
+            loop.call_soon(self._next_turn)
         return max(0.0, self._turn_ends - now)
 
     def _next_turn(self) -> None:
