@@ -338,7 +338,8 @@ class RedisState(NearDupState):
             else "URLs and items are let through unchecked until it is back",
         )
         if closed:
-            loop = self._loop
+            loop = self._loop if self._loop is not None and self._loop.running else None
+            loop = loop or LoopHandle.current()  # a reactor started after the state opened
             if loop is not None and loop.running and threading.get_ident() != self._loop_thread:
                 loop.call_from_thread(self._stop_crawl)
             else:
