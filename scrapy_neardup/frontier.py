@@ -68,6 +68,7 @@ import functools
 import io
 import json
 import logging
+import operator
 import os
 import sys
 from collections.abc import Callable
@@ -212,24 +213,31 @@ class Frontier:
         return requests
 
     def schedule(self, request: Request, fingerprint: bytes) -> None:
-        """Journal a request the URL filter let through (before its URL is recorded)."""
-        previous = request.meta.get(FRONTIER_META)
-        request.meta[FRONTIER_META] = fingerprint.hex()
-        spider = getattr(self.crawler, "spider", None)
+        """Journal a request the URL filter let through (before its URL is recorded).
+
+        This runs in the reactor's thread for every new request of a crawl with a JOBDIR,
+        so it does the least it can: the request is written short (:func:`request_to_json`)
+        and its frame goes straight into the journal's buffer."""
+        meta = request.meta
+        previous = meta.get(FRONTIER_META)
         try:
-            data = request_to_json(request, spider)
+            data = request_to_json(request, getattr(self.crawler, "spider", None))
         except (AttributeError, TypeError, ValueError) as exc:
             self._inc("neardup/frontier/unserializable")
             logger.debug("scrapy-neardup: request %s not journaled: %r", request, exc)
             return
-        offset = self.journal.append(_q_record(fingerprint, data))
+        hex_fp = fingerprint.hex()
+        meta[FRONTIER_META] = hex_fp
+        record = b"Q" + fingerprint + _FORMAT_BYTE + data
+        offset = self.journal.append(record)
         # Its older Q (a URL queued again after clear_urls) is superseded by this one.
-        old = self._live.get(fingerprint)
+        live = self._live
+        old = live.get(fingerprint)
         old_length = old[1] if old is not None else self._done.pop(fingerprint, None)
         if old_length is not None:
             self._dead_bytes += old_length
-        self._live[fingerprint] = (offset, self.journal.tell() - offset)
-        if previous and previous != fingerprint.hex():
+        live[fingerprint] = (offset, FRAME_OVERHEAD + len(record))
+        if previous and previous != hex_fp:
             # A redirect: the new request (journaled just now) takes over from the old one.
             self.done_hex(previous)
 
@@ -308,8 +316,11 @@ class Frontier:
             self.stats.inc_value(key, count)
 
 
+_FORMAT_BYTE = bytes([REQUEST_FORMAT])
+
+
 def _q_record(fingerprint: bytes, data: bytes) -> bytes:
-    return b"Q" + fingerprint + bytes([REQUEST_FORMAT]) + data
+    return b"Q" + fingerprint + _FORMAT_BYTE + data
 
 
 # -- feed exports ---------------------------------------------------------------------------
@@ -383,7 +394,8 @@ class _NotForOrjson(Exception):
 
 
 def request_to_json(request: Request, spider: Any = None) -> bytes:
-    """``request.to_dict(spider=spider)`` as tagged JSON (see the module docstring).
+    """``request.to_dict(spider=spider)`` as tagged JSON (see the module docstring), without
+    this plugin's own meta keys (they are set again when the request is re-queued).
     TypeError or ValueError when the request holds something that cannot be written.
 
     orjson writes it (a tenth of ``json.dumps``' time: this runs for every new request);
@@ -393,6 +405,9 @@ def request_to_json(request: Request, spider: Any = None) -> bytes:
     if plain is not None:
         return plain
     data = _to_dict(request, spider)
+    meta = data.get("meta")
+    if meta and not _INTERNAL_META.isdisjoint(meta):
+        data["meta"] = {k: v for k, v in meta.items() if k not in _INTERNAL_META}
     try:
         return orjson.dumps(_encode(data))
     except (orjson.JSONEncodeError, _NotForOrjson):
@@ -406,20 +421,20 @@ def _plain_to_json(request: Request, spider: Any) -> bytes | None:
 
     It leaves out the fields that hold their defaults, which ``request_from_dict`` fills in
     again, and is written without walking the request: this runs for every new request, in
-    the reactor's thread, and the full way cost a third of the URL filter's time."""
-    if (
-        type(request) is not _request_class()
-        or request.body
-        or request.errback is not None
-        or any(_lazy_parts(request))
-    ):
+    the reactor's thread, and the full way cost a third of the URL filter's time. The
+    request's slots are read in one call, without making the parts Scrapy makes on first
+    access (a ``Headers`` object costs several microseconds, and would stay with the
+    request while it waits in the queue)."""
+    if type(request) is not _request_class():
         return None
-    meta = request.meta
-    for key, value in meta.items():
-        if type(key) is not str or type(value) not in _PLAIN_META or key in _TAGS:
-            return None
-    callback = request.callback
-    name = None
+    try:
+        (url, body, method, encoding, meta, callback, errback, priority, dont_filter,
+         *lazy) = _PLAIN_FIELDS(request)  # fmt: skip
+    except AttributeError:  # not Scrapy's slots (another version): the full way
+        return None
+    if body or errback is not None or any(lazy):
+        return None
+    data: dict[str, Any] = {"url": url}
     if callback is not None:
         name = getattr(callback, "__name__", None)
         if (
@@ -429,13 +444,27 @@ def _plain_to_json(request: Request, spider: Any) -> bytes | None:
             or getattr(spider, name, None) != callback
         ):
             return None
-    data = {"url": request.url, "callback": name, "meta": meta, "priority": request.priority}
-    if request.dont_filter:
+        data["callback"] = name
+    if meta:
+        user = None
+        for key, value in meta.items():
+            if key in _INTERNAL_META:
+                continue
+            if type(key) is not str or type(value) not in _PLAIN_META or key in _TAGS:
+                return None
+            if user is None:
+                user = {}
+            user[key] = value
+        if user is not None:
+            data["meta"] = user
+    if priority:
+        data["priority"] = priority
+    if dont_filter:
         data["dont_filter"] = True
-    if request.method != "GET":
-        data["method"] = request.method
-    if request.encoding != "utf-8":
-        data["encoding"] = request.encoding
+    if method != "GET":
+        data["method"] = method
+    if encoding != "utf-8":
+        data["encoding"] = encoding
     try:
         return orjson.dumps(data)
     except orjson.JSONEncodeError:  # an int beyond 64 bits: the full way writes it
@@ -444,17 +473,14 @@ def _plain_to_json(request: Request, spider: Any) -> bytes | None:
 
 #: Meta values :func:`_plain_to_json` writes as they are (a float may be a NaN: not here).
 _PLAIN_META = frozenset((str, int, bool, type(None)))
-
-
-def _lazy_parts(request: Request) -> tuple[Any, ...]:
-    """The request's headers, cookies, flags and keyword arguments, read without making
-    them: Scrapy makes an empty one of each on first access (a ``Headers`` object costs
-    several microseconds, and would stay with the request while it waits in the queue).
-    Through the properties where the attributes are not Scrapy's (another version)."""
-    try:
-        return (request._headers, request._cookies, request._flags, request._cb_kwargs)
-    except AttributeError:
-        return (request.headers, request.cookies, request.flags, request.cb_kwargs)
+#: What :func:`_plain_to_json` reads of a request, in one call: Scrapy's slots, the lazy
+#: parts (headers, cookies, flags, keyword arguments) last, None until first accessed.
+_PLAIN_FIELDS = operator.attrgetter(
+    "_url", "_body", "method", "_encoding", "_meta", "callback", "errback", "priority",
+    "dont_filter", "_headers", "_cookies", "_flags", "_cb_kwargs",
+)  # fmt: skip
+#: This plugin's request meta, never journaled: it is about this run's copy of the request.
+_INTERNAL_META = frozenset((FRONTIER_META, RECOVERED_META, "_neardup_checked_url"))
 
 
 def _to_dict(request: Request, spider: Any) -> dict[str, Any]:

@@ -119,6 +119,33 @@ def test_a_url_queued_again_after_done_stays_pending(tmp_path) -> None:
     again.journal.close()
 
 
+def test_the_plugins_own_meta_is_not_journaled_and_is_set_again(tmp_path) -> None:
+    """Our meta keys describe this run's copy of a request (the URL checked, its frontier
+    entry, a re-queue): a journaled request is written without them, and a re-queued one
+    carries its own. A redirect's request, whose meta Scrapy copies, takes over the entry."""
+    from scrapy_neardup.dupefilter import CHECKED_META
+    from scrapy_neardup.frontier import FRONTIER_META, RECOVERED_META
+
+    frontier = Frontier(tmp_path, flush_interval=0)
+    frontier.open()
+    first, fp = request(1)
+    first.meta.update({CHECKED_META: first.url, RECOVERED_META: "https://old.example/", "d": 2})
+    frontier.schedule(first, fp)
+    assert first.meta[FRONTIER_META] == fp.hex()
+    moved, moved_fp = request(2)
+    moved = moved.replace(meta=dict(first.meta))  # as RedirectMiddleware copies it
+    frontier.schedule(moved, moved_fp)
+    frontier.journal.close()  # a crash
+    records = [p for p in read_records(tmp_path / FRONTIER_JOURNAL)[0] if p[:1] == b"Q"]
+    assert all(b"_neardup" not in p for p in records)
+    again = Frontier(tmp_path, flush_interval=0)
+    again.open()
+    (recovered,) = again.recover(spider=None)  # the first one is done: the redirect took over
+    assert recovered.url == moved.url
+    assert recovered.meta == {"d": 2, FRONTIER_META: moved_fp.hex(), RECOVERED_META: moved.url}
+    again.journal.close()
+
+
 # -- feed exports -----------------------------------------------------------------------------
 
 
