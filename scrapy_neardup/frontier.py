@@ -215,9 +215,8 @@ class Frontier:
     def schedule(self, request: Request, fingerprint: bytes) -> None:
         """Journal a request the URL filter let through (before its URL is recorded).
 
-        This runs in the reactor's thread for every new request of a crawl with a JOBDIR,
-        so it does the least it can: the request is written short (:func:`request_to_json`)
-        and its frame goes straight into the journal's buffer."""
+        This runs in the reactor's thread for every new request of a crawl with a JOBDIR:
+        the request is written short (:func:`request_to_json`)."""
         meta = request.meta
         previous = meta.get(FRONTIER_META)
         try:
@@ -228,7 +227,7 @@ class Frontier:
             return
         hex_fp = fingerprint.hex()
         meta[FRONTIER_META] = hex_fp
-        record = b"Q" + fingerprint + _FORMAT_BYTE + data
+        record = _q_record(fingerprint, data)
         offset = self.journal.append(record)
         # Its older Q (a URL queued again after clear_urls) is superseded by this one.
         live = self._live
