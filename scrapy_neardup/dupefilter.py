@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.dupefilters import RFPDupeFilter
 
 from scrapy_neardup.exceptions import InvalidURL
-from scrapy_neardup.frontier import RECOVERED_META
+from scrapy_neardup.frontier import CHECKED_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState
 
 if TYPE_CHECKING:
@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-CHECKED_META = "_neardup_checked_url"
 #: ``(url, seen)``: the answer LinkBatchMiddleware got for the request, in one round trip
 #: with the other links of its response; taken here, before the request is queued.
 ANSWERED_META = "_neardup_answered"

@@ -90,6 +90,8 @@ FRONTIER_JOURNAL = "frontier.journal"
 FRONTIER_META = "_neardup_frontier"
 #: Request meta: the URL of a request re-queued after a crash; it passes the URL filter once.
 RECOVERED_META = "_neardup_recovered"
+#: Request meta: the URL the URL filter checked (set by the dupefilter and the middleware).
+CHECKED_META = "_neardup_checked_url"
 
 _FP = 16
 #: The journal is never compacted below this size (compaction then costs more than it saves).
@@ -98,6 +100,7 @@ COMPACT_MIN_BYTES = 4 * 1024 * 1024
 RUN = b"R"
 #: The format byte of a ``Q`` record: JSON of ``Request.to_dict()``.
 REQUEST_FORMAT = 1
+_FORMAT_BYTE = bytes([REQUEST_FORMAT])
 _PICKLE = 0x80  # how a pickle (protocol 2 or later) starts: the format before REQUEST_FORMAT
 
 
@@ -315,9 +318,6 @@ class Frontier:
             self.stats.inc_value(key, count)
 
 
-_FORMAT_BYTE = bytes([REQUEST_FORMAT])
-
-
 def _q_record(fingerprint: bytes, data: bytes) -> bytes:
     return b"Q" + fingerprint + _FORMAT_BYTE + data
 
@@ -479,7 +479,7 @@ _PLAIN_FIELDS = operator.attrgetter(
     "dont_filter", "_headers", "_cookies", "_flags", "_cb_kwargs",
 )  # fmt: skip
 #: This plugin's request meta, never journaled: it is about this run's copy of the request.
-_INTERNAL_META = frozenset((FRONTIER_META, RECOVERED_META, "_neardup_checked_url"))
+_INTERNAL_META = frozenset((FRONTIER_META, RECOVERED_META, CHECKED_META))
 
 
 def _to_dict(request: Request, spider: Any) -> dict[str, Any]:
