@@ -17,11 +17,9 @@ from __future__ import annotations
 import json
 import pickle
 import random
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
-from redis_server import RedisServer
 
 import corpus as C
 from scrapy_neardup.algorithms import METHODS, Method, make_method
@@ -202,12 +200,6 @@ class BackendSuite:
         assert len(other) == 0
 
     # -- Redis -------------------------------------------------------------------------------
-
-    @pytest.fixture(scope="class")
-    def redis_url(self, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-        server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-        yield server.url
-        server.stop()
 
     def test_redis_store_decides_as_the_memory_store(self, redis_url: str) -> None:
         client = redis_client.connect(redis_url)

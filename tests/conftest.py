@@ -13,6 +13,7 @@ if str(EXAMPLE) not in sys.path:
     sys.path.insert(0, str(EXAMPLE))
 
 from demo_site import Site, build_site, serve  # noqa: E402
+from redis_server import RedisServer  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -26,3 +27,11 @@ def site_url(site: Site) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}/"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on a free loopback port, for the whole session (tests flush it)."""
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server.url
+    server.stop()
