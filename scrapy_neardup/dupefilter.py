@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scrapy.dupefilters import RFPDupeFilter
+from scrapy.utils.deprecate import method_is_overridden
 
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.frontier import CHECKED_META, RECOVERED_META
@@ -40,7 +41,10 @@ class NearDupDupeFilter(RFPDupeFilter):
         self.state = state
         #: A subclass that overrides ``request_fingerprint()`` (deprecated in Scrapy, still
         #: honoured by it) decides what a request is.
-        self._legacy = _LegacyFingerprinter(self) if self._legacy_fingerprint else None
+        legacy = getattr(self, "_legacy_fingerprint", None)  # Scrapy 2.14+ sets it
+        if legacy is None:  # Scrapy 2.13 calls an overridden request_fingerprint() too
+            legacy = method_is_overridden(type(self), RFPDupeFilter, "request_fingerprint")
+        self._legacy = _LegacyFingerprinter(self) if legacy else None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupDupeFilter:

@@ -73,7 +73,11 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
         "urls": {
             "seen": urls,
             "bloom_bytes": bloom.size_in_bytes,
-            "bytes_per_url": round(bloom.size_in_bytes / urls, 3) if urls else None,
+            # The filter is sized for its capacity up front: its cost per URL is the
+            # figure at capacity, as the text report gives it; per URL seen so far is
+            # large while few URLs are in (bytes_per_url_seen).
+            "bytes_per_url": round(bloom.size_in_bytes / bloom.total_capacity, 3),
+            "bytes_per_url_seen": round(bloom.size_in_bytes / urls, 3) if urls else None,
             "capacity": bloom.total_capacity,
             "bytes_per_url_at_capacity": round(bloom.size_in_bytes / bloom.total_capacity, 3),
             "expected_false_positives": round(bloom.expected_false_positives(), 2),
@@ -267,7 +271,8 @@ def render(summary: dict[str, Any]) -> str:
         f"  seen                      {u['seen']}",
         f"  Bloom filter              {u['bloom_bytes']} bytes in {u['stages']} stage(s)"
         + (
-            f" for {u['capacity']} URLs ({u['bytes_per_url_at_capacity']} bytes per URL)"
+            f" for {u['capacity']} URLs ({u['bytes_per_url_at_capacity']} bytes per URL"
+            + (f"; {u['bytes_per_url_seen']} per URL seen so far)" if u["seen"] else ")")
             if u.get("capacity")
             else (f", {u['bytes_per_url']} bytes per URL" if u["bytes_per_url"] else "")
         ),

@@ -291,12 +291,13 @@ class NearDupState:
         without a place for texts (memory without a state directory) keep none."""
 
     def unique_key(self, key: str) -> str:
-        """``key``, or ``key#2``, ``key#3``... when a kept document or a duplicate has it."""
+        """``key``, or ``key (fetch 2)``, ``key (fetch 3)``... when a kept document or a
+        duplicate has it: a URL fetched again (``dont_filter``) is recorded apart."""
         if self._key_taken(key):
             n = 2
-            while self._key_taken(f"{key}#{n}"):
+            while self._key_taken(repeat_key(key, n)):
                 n += 1
-            key = f"{key}#{n}"
+            key = repeat_key(key, n)
         return key
 
     def _key_taken(self, key: str) -> bool:
@@ -362,3 +363,9 @@ def freeze_startup_objects() -> None:
 
 
 _STATES: weakref.WeakKeyDictionary[Any, NearDupState] = weakref.WeakKeyDictionary()
+
+
+def repeat_key(key: str, n: int) -> str:
+    """The key of the ``n``-th fetch of ``key``'s URL. Not a fragment (``#2`` read as one):
+    a space cannot be in a URL, so the key cannot be taken for another URL's."""
+    return f"{key} (fetch {n})"

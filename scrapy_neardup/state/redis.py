@@ -61,7 +61,7 @@ from typing import Any, TypeVar
 from scrapy_neardup.algorithms.base import Match
 from scrapy_neardup.engine import Deduplicator, Member, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError
-from scrapy_neardup.state.base import NearDupState
+from scrapy_neardup.state.base import NearDupState, repeat_key
 from scrapy_neardup.storage.texts import redis_key
 from scrapy_neardup.twisted_futures import LoopHandle, await_future
 from scrapy_neardup.urls import ScalableBloomFilter, site_of
@@ -732,7 +732,7 @@ class RedisState(NearDupState):
         if unique:
             n = 2
             while given in local.exact.store or given in local.members:
-                given, n = f"{key}#{n}", n + 1
+                given, n = repeat_key(key, n), n + 1
         verdict = local.check_signed(given, signed)
         if verdict.is_duplicate:
             self._member_backlog.append(
