@@ -157,7 +157,10 @@ def test_neardup_stats_command_in_a_project_and_outside(site, site_url, tmp_path
     assert summary["content"]["documents_indexed"] == 54
     assert summary["content"]["duplicates"] == 24
     assert summary["urls"]["seen"] >= 100
-    assert summary["urls"]["bytes_per_url"] > 0
+    urls = summary["urls"]
+    # the figure the text report gives (the filter is sized for its capacity up front)
+    assert 0 < urls["bytes_per_url"] == urls["bytes_per_url_at_capacity"] < 3
+    assert urls["bytes_per_url_seen"] > urls["bytes_per_url"]  # a few URLs in a large filter
     outside = subprocess.run(
         [sys.executable, "-m", "scrapy", "neardup-stats", str(jobdir)],
         capture_output=True,
@@ -168,6 +171,7 @@ def test_neardup_stats_command_in_a_project_and_outside(site, site_url, tmp_path
     )
     assert outside.returncode == 0, outside.stderr
     assert "documents indexed         54" in outside.stdout
+    assert f"({urls['bytes_per_url']} bytes per URL;" in outside.stdout
     assert "Largest clusters" in outside.stdout
     missing = subprocess.run(
         [sys.executable, "-m", "scrapy", "neardup-stats", str(tmp_path / "nothing")],

@@ -204,3 +204,14 @@ def test_a_url_store_that_breaks_mid_crawl_is_dropped_not_fatal(jobdir, caplog) 
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and str(path) in errors[0].getMessage()
     state.close()
+
+
+def test_a_url_fetched_again_is_recorded_as_a_repeat_fetch_not_a_fragment(tmp_path) -> None:
+    state = state_of(tmp_path / "job")
+    url = "https://example.com/0"
+    state.dedup.check(state.unique_key(url), TEXT)
+    second = state.unique_key(url)
+    assert second == f"{url} (fetch 2)"
+    state.dedup.check(second, TEXT + " and more words")
+    assert state.unique_key(url) == f"{url} (fetch 3)"
+    state.close()
