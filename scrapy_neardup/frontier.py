@@ -701,11 +701,13 @@ def _encode_other(obj: Any, kind: type, any_float: bool) -> Any:
         return {"__set__": [_encode(v, any_float) for v in obj]}
     if isinstance(obj, datetime.datetime):
         zone = _zone_key(obj.tzinfo)
-        return {"__datetime__": [obj.isoformat(), zone] if zone else obj.isoformat()}
+        if zone is None and not obj.fold:
+            return {"__datetime__": obj.isoformat()}
+        return {"__datetime__": [obj.isoformat(), zone, obj.fold]}
     if isinstance(obj, datetime.date):
         return {"__date__": obj.isoformat()}
     if isinstance(obj, datetime.time):
-        return {"__time__": obj.isoformat()}
+        return {"__time__": [obj.isoformat(), obj.fold] if obj.fold else obj.isoformat()}
     if isinstance(obj, datetime.timedelta):
         return {"__timedelta__": [obj.days, obj.seconds, obj.microseconds]}
     if isinstance(obj, decimal.Decimal):
@@ -782,12 +784,22 @@ def _decode(obj: Any) -> Any:
 def _decode_datetime(value: Any) -> datetime.datetime:
     if isinstance(value, str):
         return datetime.datetime.fromisoformat(value)
-    text, zone = value
+    text, zone, fold = value
     found = datetime.datetime.fromisoformat(text)
-    zoneinfo = sys.modules.get("zoneinfo")
-    if zoneinfo is None:
-        import zoneinfo  # the standard library's (it reads the system's zone files)
-    return found.astimezone(zoneinfo.ZoneInfo(zone))  # the same instant, in its zone
+    if zone is not None:
+        zoneinfo = sys.modules.get("zoneinfo")
+        if zoneinfo is None:
+            import zoneinfo  # the standard library's (it reads the system's zone files)
+        # Its wall time in its zone (the offset written is that zone's at that time).
+        found = found.replace(tzinfo=zoneinfo.ZoneInfo(_text(zone)))
+    return found.replace(fold=1 if fold else 0)  # which of a repeated hour
+
+
+def _decode_time(value: Any) -> datetime.time:
+    if isinstance(value, str):
+        return datetime.time.fromisoformat(value)
+    text, fold = value
+    return datetime.time.fromisoformat(text).replace(fold=1 if fold else 0)
 
 
 def _decode_timedelta(value: Any) -> datetime.timedelta:
@@ -805,7 +817,7 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "__dict__": lambda value: {_decode(k): _decode(v) for k, v in value},
     "__datetime__": _decode_datetime,
     "__date__": datetime.date.fromisoformat,
-    "__time__": datetime.time.fromisoformat,
+    "__time__": _decode_time,
     "__timedelta__": _decode_timedelta,
     "__decimal__": lambda value: decimal.Decimal(_text(value)),
     "__uuid__": lambda value: uuid.UUID(_text(value)),
