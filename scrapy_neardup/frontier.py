@@ -20,43 +20,62 @@ or the sync of ``urls.journal``), which first syncs ``content.journal`` (``befor
 then flushes and fsyncs every open feed file (:func:`sync_feeds`), and only then appends the
 ``D`` records and fsyncs this journal. The ``D`` records wait in memory, not in the journal's
 write buffer, which a full buffer would push to the OS early, before the feed bytes of their
-items; so the buffer only ever holds ``Q`` records (and the final ``C``).
+items; so the buffer only ever holds ``Q`` and ``X`` records (and the final ``C``).
 
-Ordering, so that the files on disk are always consistent after a crash: a ``Q`` reaches the
-OS as it is appended (the other journals' buffers can spill before they sync), ``urls.journal``
-syncs this journal first (:meth:`Frontier.sync`), ``content.journal`` syncs this journal first
-(its ``Q`` records), and ``D`` records are written as above. So a recorded URL always has its
-``Q``; a kept/duplicate record always has the ``Q`` of its request (else a document kept
-before a crash, whose item never reached the feed, would be found again as a new URL and
-dropped as a duplicate of itself); and a ``D`` always has the kept/duplicate records of its
-items and the feed lines of its scraped items.
+Ordering, so that the files on disk are always consistent after a crash: a ``Q`` (or ``X``)
+reaches the OS as it is appended (the other journals' buffers can spill before they sync),
+``urls.journal`` syncs this journal first (:meth:`Frontier.sync`), ``content.journal`` syncs
+this journal first (its ``Q`` records), and ``D`` records are written as above. So a
+recorded URL always has its ``Q`` (or its parent's ``Q`` and ``X``); a kept/duplicate record
+always has the ``Q`` of its request (else a document kept before a crash, whose item never
+reached the feed, would be found again as a new URL and dropped as a duplicate of itself);
+and a ``D`` always has the kept/duplicate records of its items and the feed lines of its
+scraped items.
 
 ``frontier.journal`` records (framed as every journal, see :mod:`scrapy_neardup.storage.journal`)::
 
     b"Q" | 16-byte URL fingerprint | b"\\x01" | JSON of Request.to_dict(), tagged (below)
     b"D" | 16-byte URL fingerprint
+    b"X" | 16-byte fingerprint of a Q | 16-byte URL fingerprint of a request it yielded
     b"C"                                  clean close: Scrapy's JOBDIR queue holds the frontier
     b"R"                                  a run started (first record; no "C" after it: it crashed)
 
 The byte after the fingerprint is the format of the request (1: JSON). Earlier versions
 pickled the request there (a pickle starts with ``0x80``); a pickle is never loaded, since
 unpickling a crafted record would run its code: such a journal stops the start with a
-:class:`~scrapy_neardup.exceptions.StateError`. JSON lacks some types a request holds, so
-they are tagged, as one-key objects: ``{"__bytes__": base64}``, ``{"__tuple__": [...]}``,
-``{"__set__": [...]}``, ``{"__frozenset__": [...]}``, ``{"__dict__": [[key, value], ...]}``
-(a dict with keys that are not strings, or that look like a tag), and
-``{"__item__": [module, qualname, fields]}`` (a ``scrapy.Item``). Nothing is imported when a
-record is read: an item class, and the request class of ``_class``, are looked up in modules
-already imported, and must be subclasses of ``scrapy.Item`` and ``scrapy.Request``.
+:class:`~scrapy_neardup.exceptions.StateError`.
 
-At start the journal is compacted to its pending ``Q`` records (the ``C`` is consumed: a crash
-later in the run must re-queue them, since Scrapy's queue is then partly consumed). While the
-crawl runs it is compacted again whenever the records of done requests outweigh the pending
-ones (and it is over ``COMPACT_MIN_BYTES``), so it stays about twice the size of the requests
-still queued: only their offsets are kept in memory, the compaction copies their records. Requests
-that cannot be serialised (a lambda callback, meta holding another type) are counted and, as in
-Scrapy's own disk queue, not persisted; requests with ``dont_filter=True`` do not pass the URL
-filter and are not journaled either (Scrapy's start requests are re-sent by the spider anyway).
+What is journaled: str, bytes, int, float, bool, None and their subclasses (written as their
+base: lxml's link text as a str, an ``IntEnum`` as an int); lists, tuples, sets, frozensets
+and dicts of journaled values (a dict subclass as a dict, a named tuple as a tuple); the
+standard library's ``datetime``, ``date``, ``time`` (with their UTC offset, and the zone of
+a ``zoneinfo.ZoneInfo``), ``timedelta``, ``Decimal`` and ``UUID``; ``scrapy.Item``, dataclass
+and attrs instances of a class found by its module and qualname; requests of any
+``Request`` subclass, with callbacks and errbacks that are the spider's methods. JSON lacks
+some of these, so they are tagged, as one-key objects: ``__bytes__`` (base64), ``__tuple__``,
+``__set__``, ``__frozenset__`` (lists), ``__dict__`` (``[[key, value], ...]``: keys that are
+not strings, or look like a tag), ``__datetime__``, ``__date__``, ``__time__`` (ISO 8601;
+a datetime with a zone or a fold is ``[iso, zone, fold]``), ``__timedelta__`` (``[days,
+seconds, microseconds]``), ``__decimal__``, ``__uuid__`` (strings), and ``__item__``,
+``__dataclass__``, ``__attrs__`` (``[module, qualname, fields]``). Nothing is imported when
+a record is read: a class (an item's, the request's ``_class``) is looked up in modules
+already imported, and must be of the kind its tag says before it is made.
+
+A request holding anything else cannot be journaled: counted in
+``neardup/frontier/unserializable``, logged at WARNING the first time for each type. The
+request whose response yielded it (its frontier fingerprint in ``PARENT_META``, set by
+``FrontierMiddleware``) is then pinned: never done in this run, so a crash crawls it again.
+The ``X`` record, appended before the child's URL is recorded, lets the child through the
+URL filter once after that crash (it is recorded as seen; its parent yields it again). A
+request without such a parent (a start request) is not persisted, as in Scrapy's disk queue;
+nor are requests with ``dont_filter=True``, which do not pass the URL filter.
+
+At start the journal is compacted to its pending ``Q`` records and their ``X`` records (the
+``C`` is consumed: a crash later in the run must re-queue them, since Scrapy's queue is then
+partly consumed). While the crawl runs it is compacted again whenever the records of done
+requests outweigh the pending ones (and it is over ``COMPACT_MIN_BYTES``), so it stays about
+twice the size of the requests still queued: only their offsets are kept in memory, the
+compaction copies their records.
 """
 
 from __future__ import annotations
