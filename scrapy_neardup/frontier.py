@@ -539,8 +539,9 @@ def request_to_json(request: Request, spider: Any = None) -> bytes:
 
 def _plain_to_json(request: Request, spider: Any) -> bytes | None:
     """The JSON of a request of the usual kind (a link followed: a GET with no body, headers,
-    cookies, flags or keyword arguments, meta of strings, ints and booleans, no errback, a
-    callback that is the spider's method of its name or none), else None.
+    cookies, flags or keyword arguments, meta of strings, ints and booleans, a callback and
+    an errback that are the spider's methods of their names or none: a ``response.follow``,
+    a ``CrawlSpider`` rule's request), else None.
 
     It leaves out the fields that hold their defaults, which ``request_from_dict`` fills in
     again, and is written without walking the request: this runs for every new request, in
@@ -555,26 +556,30 @@ def _plain_to_json(request: Request, spider: Any) -> bytes | None:
          *lazy) = _PLAIN_FIELDS(request)  # fmt: skip
     except AttributeError:  # not Scrapy's slots (another version): the full way
         return None
-    if body or errback is not None or any(lazy):
+    if body or any(lazy):
         return None
     data: dict[str, Any] = {"url": url}
     if callback is not None:
-        name = getattr(callback, "__name__", None)
-        if (
-            spider is None
-            or not name
-            or getattr(callback, "__self__", None) is not spider
-            or getattr(spider, name, None) != callback
-        ):
+        name = _method_name(callback, spider)
+        if name is None:
             return None
         data["callback"] = name
+    if errback is not None:
+        name = _method_name(errback, spider)
+        if name is None:
+            return None
+        data["errback"] = name
     if meta:
         user = None
         for key, value in meta.items():
             if key in _INTERNAL_META:
                 continue
-            if type(key) is not str or type(value) not in _PLAIN_META or key in _TAGS:
+            if type(key) is not str or key in _TAGS:
                 return None
+            if type(value) not in _PLAIN_META:
+                if not isinstance(value, str):
+                    return None
+                value = str.__str__(value)  # lxml's link text (CrawlSpider): a plain str
             if user is None:
                 user = {}
             user[key] = value
@@ -592,6 +597,19 @@ def _plain_to_json(request: Request, spider: Any) -> bytes | None:
         return orjson.dumps(data)
     except orjson.JSONEncodeError:  # an int beyond 64 bits: the full way writes it
         return None
+
+
+def _method_name(func: Any, spider: Any) -> str | None:
+    """The name of ``func`` if it is the spider's method of that name, else None."""
+    name = getattr(func, "__name__", None)
+    if (
+        spider is None
+        or not name
+        or getattr(func, "__self__", None) is not spider
+        or getattr(spider, name, None) != func
+    ):
+        return None
+    return name
 
 
 #: Meta values :func:`_plain_to_json` writes as they are (a float may be a NaN: not here).

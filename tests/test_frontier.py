@@ -420,7 +420,15 @@ def test_a_plain_request_is_written_short_and_reads_back_the_same(kwargs: dict) 
     data = request_to_json(original, spider)
     copy = request_from_json(data, spider)
     assert copy.to_dict(spider=spider) == original.to_dict(spider=spider)
-    plain = set(kwargs) <= {"callback", "meta", "priority", "dont_filter", "method", "encoding"}
+    plain = set(kwargs) <= {
+        "callback",
+        "errback",
+        "meta",
+        "priority",
+        "dont_filter",
+        "method",
+        "encoding",
+    }
     plain = plain and "big" not in kwargs.get("meta", {})
     plain = plain and "__bytes__" not in kwargs.get("meta", {})
     assert (b'"headers"' not in data) is plain
@@ -798,6 +806,7 @@ def test_a_crawlspiders_requests_are_journaled_and_read_back() -> None:
     assert len(requests) == 4
     assert any(type(r.meta["link_text"]) is not str for r in requests)  # lxml's
     for original in requests:
+        assert frontier_module._plain_to_json(original, spider) is not None  # the short way
         copy = request_from_json(request_to_json(original, spider), spider)
         assert copy.callback == spider._callback and copy.errback == spider._errback
         assert copy.meta == original.meta and type(copy.meta["link_text"]) is str
