@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import pickle
+import signal
 import sys
 import uuid
 from collections import OrderedDict, defaultdict, namedtuple
@@ -1128,3 +1129,59 @@ def test_the_middleware_tags_what_a_response_yields(tmp_path) -> None:
         == b'{"url":"https://example.com/plain"}'
     )
     state.close()
+
+
+def test_a_real_crawl_killed_on_an_unjournaled_page_crawls_it_again(tmp_path) -> None:
+    """A crawl killed with SIGKILL on the page of a request that could not be journaled (a
+    lock in its meta): the next run crawls the page that yielded it again, and it."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from crash_runner import launch
+
+    site = tmp_path / "site"
+    site.mkdir()
+    words = {"index": "front page", "list": "list of goods", "item": "one item"}
+    for name, text in words.items():
+        body = " ".join(f"This is the {text}, sentence {n} of many words." for n in range(40))
+        link = {"index": "list.html", "list": "item.html"}.get(name, "index.html")
+        page = f"<html><head><title>{name}</title></head><body><p>{body}</p>"
+        (site / f"{name}.html").write_text(page + f"<a href='{link}'>next</a></body></html>")
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *args: None
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    jobdir = tmp_path / "job"
+    stderr = tmp_path / "stderr.log"
+    try:
+        runs = []
+        for n in range(2):
+            log = tmp_path / f"run{n}.jsonl"
+            args = {
+                "spider": "pinned_spider.PinnedSpider",
+                "start_url": f"http://127.0.0.1:{server.server_address[1]}/",
+                "log": str(log),
+                "settings": {
+                    "JOBDIR": str(jobdir),
+                    "PINNED_MARKER": str(tmp_path / "killed"),
+                    "NEARDUP_WORKERS": 0,
+                    "NEARDUP_FLUSH_INTERVAL": 0,
+                    "CONCURRENT_REQUESTS": 1,
+                    "DOWNLOAD_DELAY": 0.3,  # the list page is done before the item's is fetched
+                },
+            }
+            proc = launch(args, stderr, tmp_path)
+            code = proc.wait(timeout=120)
+            assert code == (-signal.SIGKILL if n == 0 else 0), stderr.read_text()[-3000:]
+            runs.append([json.loads(line) for line in log.read_text().splitlines()])
+    finally:
+        server.shutdown()
+        server.server_close()
+    kinds_left = [p[:1] for p in read_records(jobdir / "neardup" / FRONTIER_JOURNAL)[0]]
+    kept = [[r["kept"]["url"].rsplit("/", 1)[1] for r in run if "kept" in r] for run in runs]
+    assert kept[0] == ["list.html"]  # then killed on item.html
+    assert "item.html" in kept[1], (kept, stderr.read_text()[-3000:])
+    stats = runs[1][-1]["stats"]
+    assert stats["neardup/frontier/recovered"] == 1 and stats["neardup/frontier/passed"] == 1
+    assert kinds_left[-1:] == [b"C"]
