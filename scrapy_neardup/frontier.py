@@ -332,9 +332,11 @@ class Frontier:
         return True
 
     def pinned(self, fp: str) -> bool:
-        """Whether the request of hex fingerprint ``fp`` is kept pending for this run."""
+        """Whether the request of hex fingerprint ``fp`` is kept pending for a request it
+        yielded that could not be journaled (in this run, or in one before that left it
+        pending): it answers for what that request yields too."""
         raw = _raw_fp(fp)
-        return raw is not None and raw in self._pinned
+        return raw is not None and (raw in self._pinned or raw in self._marks)
 
     def take_pass(self, key: bytes) -> bool:
         """Whether the request of key ``key`` passes the URL filter (once): the crashed run

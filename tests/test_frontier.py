@@ -1034,6 +1034,7 @@ def test_a_pinned_parent_is_pending_until_its_children_journal(tmp_path, monkeyp
     second.open()
     assert not second.crashed and second.passes == set()  # no crash: nothing re-crawled
     assert kinds(second.journal.path) == [b"Q", b"X"]
+    assert second.pinned(parent_fp.hex())  # answers for what its child yields, if crawled
     second.journal.close()  # this run crashes
 
     third = Frontier(tmp_path, flush_interval=0)
@@ -1116,10 +1117,10 @@ def test_the_middleware_tags_what_a_response_yields(tmp_path) -> None:
         yield copied
         yield {"url": parent.url}
 
-    async def collect() -> list:
-        return [obj async for obj in mw.process_spider_output(response, output())]
+    async def collect(response: Any, output: Any) -> list:
+        return [obj async for obj in mw.process_spider_output(response, output)]
 
-    assert len(asyncio.run(collect())) == 3
+    assert len(asyncio.run(collect(response, output()))) == 3
     for child in (plain, copied):
         assert child.meta[PARENT_META] == parent_fp.hex()
     # response.meta copied into a request: it is not its parent's entry (not a redirect)
@@ -1128,6 +1129,20 @@ def test_the_middleware_tags_what_a_response_yields(tmp_path) -> None:
         frontier_module._plain_to_json(plain, crawler.spider)
         == b'{"url":"https://example.com/plain"}'
     )
+
+    # A request that could not be journaled: its parent, pinned, answers for what it yields.
+    lost, lost_fp = child_of(parent, 2, lock=object())
+    state.frontier.schedule(lost, lost_fp)
+    start = Request("https://example.com/start", dont_filter=True)  # never journaled
+    for source, expected in ((lost, parent_fp.hex()), (start, None)):
+        grandchild = Request("https://example.com/grandchild")
+
+        async def one(request: Request = grandchild) -> Any:
+            yield request
+
+        answer = HtmlResponse(source.url, body=b"<html></html>", request=source)
+        assert asyncio.run(collect(answer, one())) == [grandchild]
+        assert grandchild.meta.get(PARENT_META) == expected
     state.close()
 
 
