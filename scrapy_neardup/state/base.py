@@ -31,8 +31,9 @@ from xxhash import xxh3_128_digest
 from scrapy_neardup.algorithms.base import Match
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.engine import Deduplicator, Signed, Verdict
-from scrapy_neardup.exceptions import ConfigError
+from scrapy_neardup.exceptions import ConfigError, NearDupError
 from scrapy_neardup.extraction import Extracted, Extractor, FastReadings, KeptLines, SignerSpec
+from scrapy_neardup.start import refuse_start
 from scrapy_neardup.urls import canonical_url, site_of, url_fingerprint
 
 if TYPE_CHECKING:
@@ -123,18 +124,26 @@ class NearDupState:
         if state is None:
             from scrapy import signals
 
-            config = NearDupConfig.from_settings(crawler.settings)
-            state = state_class(config.storage)(
-                config,
-                crawler.stats,
-                crawler=crawler,
-                key_prefix=getattr(crawler.spidercls, "name", None),
-            )
+            try:
+                config = NearDupConfig.from_settings(crawler.settings)
+                state = state_class(config.storage)(
+                    config,
+                    crawler.stats,
+                    crawler=crawler,
+                    key_prefix=getattr(crawler.spidercls, "name", None),
+                )
+            except NearDupError as exc:
+                refuse_start(exc)
+                raise
             _STATES[crawler] = state
             crawler.signals.connect(state.close, signal=signals.spider_closed)
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
                 crawler.signals.connect(state.forget, signal=signal)
-            state.built()
+            try:
+                state.built()
+            except NearDupError as exc:
+                refuse_start(exc)
+                raise
         return state
 
     def _prepare_checks(self) -> None:
@@ -160,7 +169,11 @@ class NearDupState:
         """Load saved state (once). Raises StateError when it cannot be used."""
         if not self._opened:
             self._opened = True
-            self._open()
+            try:
+                self._open()
+            except NearDupError as exc:
+                refuse_start(exc)
+                raise
 
     def attach(self, user: object) -> None:
         """A component (dupefilter, pipeline) starts using the state; it is opened."""
