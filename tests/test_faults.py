@@ -106,3 +106,55 @@ def test_corrupt_state_is_one_message_and_exit_1(tmp_path) -> None:
     )
     assert_refused(proc, f"StateError: {state / 'content.state'}: state format version 9")
     assert (state / "content.state").read_bytes() == b"NDUP\x09\x00garbage"
+
+
+# -- two crawls on one JOBDIR ------------------------------------------------------------
+
+
+def wait_until(condition, what: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Wait for ``condition()``; fails at once if ``proc`` ends first."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            raise AssertionError(f"the crawl ended before {what}: {finish(proc)[-3000:]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"{what} did not happen within {timeout} s")
+        time.sleep(0.02)
+
+
+def test_a_second_crawl_on_a_jobdir_in_use_is_refused_until_the_first_dies(tmp_path) -> None:
+    # A server that accepts no connection: the first crawl waits on its start page.
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(8)
+    url = f"http://127.0.0.1:{hung.getsockname()[1]}/"
+    jobdir = tmp_path / "job"
+    lock = jobdir / "neardup" / "lock"
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    first = scrapy_crawl(first_dir, url, f"JOBDIR={jobdir}")
+    try:
+        wait_until(
+            lambda: lock.exists() and lock.read_text().strip() == str(first.pid),
+            "the first crawl took the lock",
+            first,
+        )
+        second = scrapy_crawl(second_dir, url, f"JOBDIR={jobdir}")
+        assert_refused(
+            second,
+            f"StateError: {jobdir / 'neardup'}: in use by another crawl (process {first.pid},",
+        )
+        assert first.poll() is None  # the first crawl goes on
+    finally:
+        first.send_signal(signal.SIGKILL)
+        finish(first)
+        hung.close()
+    # The dead crawl's lock file is left with its PID; the kernel released its flock.
+    assert lock.read_text().strip() == str(first.pid)
+    third = scrapy_crawl(second_dir, url, f"JOBDIR={jobdir}")
+    stderr = finish(third)
+    assert third.returncode == 0, stderr[-3000:]
+    assert "the crawl cannot start" not in stderr
+    assert "Spider opened" in stderr

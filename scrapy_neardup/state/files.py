@@ -20,6 +20,8 @@ the state directory::
     frontier.journal requests let through the URL filter and not done yet, so that a crawl
                      killed with SIGKILL crawls them again (scrapy_neardup.frontier); only
                      written when FrontierMiddleware is on to mark requests done
+    lock             held (flock) by the crawl that has the directory open, with its PID
+                     (scrapy_neardup.storage.dirlock)
     texts.records    the text each checked document was compared by, for auditing drops
                      (NEARDUP_KEEP_TEXT > 0; scrapy_neardup.storage.texts)
     *.journal.length each journal's length at its last recorded sync (storage.journal)
@@ -43,6 +45,7 @@ from scrapy_neardup.engine import Deduplicator, Member, Signed
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.frontier import Frontier
 from scrapy_neardup.state.base import NearDupState
+from scrapy_neardup.storage.dirlock import DirectoryLock, state_locks
 from scrapy_neardup.storage.fingerprints import FingerprintStore
 from scrapy_neardup.storage.journal import (
     HeadRecord,
@@ -130,6 +133,7 @@ class FileState(NearDupState):
         self.confirm: FingerprintStore | None = None
         self._confirm_tmp: str | None = None
         self._texts: TextFile | None = None  # NEARDUP_KEEP_TEXT with a state directory
+        self._locks: list[DirectoryLock] = []  # one crawl at a time on the directory
         self._sync_loop: Any = None  # a LoopingCall of _periodic_sync while the crawl runs
         #: The clock of the periodic sync (None: the reactor; tests give a Clock).
         self.sync_clock: Any = None
@@ -164,6 +168,10 @@ class FileState(NearDupState):
             return
         try:
             directory.mkdir(parents=True, exist_ok=True)
+            jobdir = self.crawler.settings.get("JOBDIR") if self.crawler is not None else None
+            self._locks = state_locks(directory, jobdir)
+            for lock in self._locks:
+                lock.acquire()
             self._load_urls(directory)
             self._load_content(directory)
             self._load_frontier(directory)
@@ -195,6 +203,12 @@ class FileState(NearDupState):
         if self.confirm is not None:
             self.confirm.close()
             self.confirm = None
+        self._release_locks()
+
+    def _release_locks(self) -> None:
+        for lock in reversed(self._locks):
+            lock.release()
+        self._locks = []
 
     def _load_urls(self, directory: Path) -> None:
         urls = _parse_snapshot(directory / URL_SNAPSHOT, ScalableBloomFilter.from_bytes)
@@ -417,6 +431,7 @@ class FileState(NearDupState):
                 self.frontier.close()
         if self._texts is not None:
             self._texts.close()
+        self._release_locks()
         self._count_recorded()
         self.set_final_stats()
 
