@@ -133,6 +133,7 @@ class FileState(NearDupState):
         self.confirm: FingerprintStore | None = None
         self._confirm_tmp: str | None = None
         self._texts: TextFile | None = None  # NEARDUP_KEEP_TEXT with a state directory
+        self._confirm_rebuilt = False  # the URL store was missing or empty, and is refilled
         self._locks: list[DirectoryLock] = []  # one crawl at a time on the directory
         self._sync_loop: Any = None  # a LoopingCall of _periodic_sync while the crawl runs
         #: The clock of the periodic sync (None: the reactor; tests give a Clock).
@@ -216,8 +217,17 @@ class FileState(NearDupState):
             self.urls = urls
         self._open_confirm(directory)
         self._url_journal = Journal(directory / URL_JOURNAL, self.config.flush_interval)
+        replayed = 0
         for key in self._url_journal.open():
             self._record(key)
+            replayed += 1
+        if self._confirm_rebuilt and replayed:
+            logger.warning(
+                "scrapy-neardup: %s was missing or empty; rebuilt from %s (%d URLs)",
+                directory / URL_CONFIRM,
+                self._url_journal.path,
+                replayed,
+            )
 
     def _record(self, key: bytes) -> bool:
         """Add to the Bloom filter and the confirming store; True if the Bloom had it."""
@@ -228,9 +238,14 @@ class FileState(NearDupState):
     def _open_confirm(self, directory: Path | None) -> None:
         """The exact key store that confirms Bloom positives (NEARDUP_URL_CONFIRM).
 
-        Without a state directory it lives in a temporary file, unlinked once open. A state
-        directory whose Bloom filter predates its store cannot confirm the older URLs, so
-        confirming is then off for the crawl (logged): a positive is trusted as before.
+        Without a state directory it lives in a temporary file, unlinked once open. In a
+        state directory it must hold every key the Bloom filter does. A store that is missing
+        or empty is rebuilt when every key is at hand: with no Bloom snapshot (or an empty
+        one), the URL journal and the frontier hold them all, and they are added to it as
+        they are read. When the Bloom snapshot has URLs, their keys are in no other file:
+        the start stops with a StateError naming the store, rather than crawl on with Bloom
+        positives unconfirmed (each false positive a page dropped unfetched) in this run
+        and every later one.
         """
         if not (self.config.enabled and self.config.url_filter and self.config.url_confirm):
             return
@@ -240,19 +255,22 @@ class FileState(NearDupState):
             path = Path(self._confirm_tmp)
         else:
             path = directory / URL_CONFIRM
-        is_new = not path.exists() or path.stat().st_size == 0
-        store = FingerprintStore(path, self.config.flush_interval, temporary=directory is None)
-        if is_new and len(self.urls):
-            logger.warning(
-                "scrapy-neardup: %s has %d URLs but no fingerprint store; Bloom positives "
-                "are not confirmed in this crawl",
-                directory,
-                len(self.urls),
-            )
-            store.close()
-            path.unlink(missing_ok=True)
-            return
-        self.confirm = store
+        if directory is not None:
+            exists = path.exists()
+            if (not exists or path.stat().st_size == 0) and len(self.urls):
+                raise StateError(
+                    f"the URL fingerprint store is {'empty' if exists else 'missing'}, but "
+                    f"{directory / URL_SNAPSHOT} records {len(self.urls)} URLs whose keys are in "
+                    "no other file, so a Bloom positive could not be confirmed before its "
+                    "request is dropped. Restore the file; or set NEARDUP_URL_CONFIRM=False "
+                    "to crawl on trusting the Bloom filter (each false positive, at "
+                    "NEARDUP_BLOOM_ERROR_RATE, drops a page unfetched); or start a new JOBDIR",
+                    path=str(path),
+                )
+            self._confirm_rebuilt = not exists or path.stat().st_size == 0
+        self.confirm = FingerprintStore(
+            path, self.config.flush_interval, temporary=directory is None
+        )
 
     def _load_content(self, directory: Path) -> None:
         _parse_snapshot(directory / CONTENT_SNAPSHOT, self.dedup.load_bytes)
