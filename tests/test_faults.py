@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {
     **os.environ,
@@ -156,3 +158,35 @@ def test_a_second_crawl_on_a_jobdir_in_use_is_refused_until_the_first_dies(tmp_p
     assert third.returncode == 0, stderr[-3000:]
     assert "the crawl cannot start" not in stderr
     assert "Spider opened" in stderr
+
+
+# -- a Redis out of reach at start -------------------------------------------------------
+
+
+@pytest.mark.parametrize("policy", ["fail-open", "fail-closed"])
+def test_a_redis_out_of_reach_at_start_stops_the_crawl_naming_the_setting(
+    tmp_path, site_url, policy
+) -> None:
+    redis_url = f"redis://:secret@127.0.0.1:{closed_port()}/0"
+    started = time.monotonic()
+    proc = scrapy_crawl(
+        tmp_path,
+        site_url,
+        "NEARDUP_STORAGE=redis",
+        f"NEARDUP_REDIS_URL={redis_url}",
+        "NEARDUP_REDIS_TIMEOUT=1.5",
+        f"NEARDUP_REDIS_ON_ERROR={policy}",
+    )
+    stderr = finish(proc)
+    assert proc.returncode != 0, stderr[-3000:]
+    assert time.monotonic() - started >= 1.5  # tried for NEARDUP_REDIS_TIMEOUT
+    lines = [line for line in stderr.splitlines() if "the crawl cannot start" in line]
+    assert len(lines) == 1, stderr[-3000:]
+    masked = redis_url.replace("secret", "***")
+    assert f"StorageError: NEARDUP_REDIS_URL='{masked}': Redis cannot be reached" in lines[0]
+    assert "NEARDUP_REDIS_TIMEOUT" in lines[0]
+    assert "secret" not in stderr
+    for noise in NOISE:
+        assert noise not in stderr, stderr[-3000:]
+    assert "Crawled (" not in stderr  # not one page
+    assert feed(tmp_path) == []
