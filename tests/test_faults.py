@@ -190,3 +190,66 @@ def test_a_redis_out_of_reach_at_start_stops_the_crawl_naming_the_setting(
         assert noise not in stderr, stderr[-3000:]
     assert "Crawled (" not in stderr  # not one page
     assert feed(tmp_path) == []
+
+
+# -- a full disk under JOBDIR ------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 120 KiB tmpfs (root only): the JOBDIR of a crawl of the demo site outgrows it."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=120k", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def stats_value(stderr: str, name: str) -> str | None:
+    """A value from Scrapy's stats dump at the end of the log."""
+    for line in stderr.splitlines():
+        if line.strip().startswith(f"'{name}':"):
+            return line.split(":", 1)[1].strip().rstrip(",}").strip("'")
+    return None
+
+
+def test_a_full_disk_stops_the_crawl_and_the_same_command_resumes_it(
+    tmp_path, small_disk, site, site_url
+) -> None:
+    from collections import Counter
+
+    run = tmp_path / "run"  # the feed is on another disk, with space
+    run.mkdir()
+    jobdir = small_disk / "job"
+    command = (run, site_url, f"JOBDIR={jobdir}", "NEARDUP_KEEP_TEXT=0")
+    stderr = finish(scrapy_crawl(*command))
+    assert stats_value(stderr, "finish_reason") == "neardup_disk_full", stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if "no space left to write" in line]
+    assert len(errors) == 1, stderr[-3000:]
+    assert f"{jobdir / 'neardup'}/" in errors[0]  # the file
+    assert "Free space on that disk, then run the same command again" in errors[0]
+    for noise in ("Task exception was never retrieved", "Unhandled error in Deferred"):
+        assert noise not in stderr, stderr[-3000:]
+    assert "scrapy_neardup" not in "".join(  # no traceback through the plugin
+        line for line in stderr.splitlines() if line.startswith("  File ")
+    )
+    first = feed(run)
+    assert first  # it crawled until the disk was full
+    assert len({site.lookup(item["url"]).doc_id for item in first}) < len(
+        site.expected_unique_docs()
+    )
+
+    subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)
+    stderr = finish(scrapy_crawl(*command))
+    assert stats_value(stderr, "finish_reason") == "finished", stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    # Every distinct document of the site reached one feed or the other. Items whose end
+    # the full disk kept from being recorded are delivered again, as after a crash.
+    ids = Counter(site.lookup(item["url"]).doc_id for item in first + feed(run))
+    assert set(ids) == set(site.expected_unique_docs())

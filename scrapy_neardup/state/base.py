@@ -114,6 +114,7 @@ class NearDupState:
         self._users: set[int] = set()
         self._opened = False
         self._closed = False
+        self._stopping_with: str | None = None  # the reason of stop_crawl, once called
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -194,6 +195,27 @@ class NearDupState:
         self._closed = True
         self.extractor.close(wait=False)
         self._close()
+
+    def stopping_on_disk_full(self) -> bool:
+        """Whether the crawl is stopping because the state's disk is full."""
+        return False
+
+    def stop_crawl(self, reason: str) -> None:
+        """Close the crawler's spider with ``reason`` as its finish reason (once; nothing
+        without a running engine, or once the state is closed)."""
+        if self._closed or self._stopping_with is not None:
+            return
+        crawler = self.crawler
+        engine = getattr(crawler, "engine", None) if crawler is not None else None
+        if engine is None or not getattr(engine, "running", False):
+            return
+        self._stopping_with = reason
+        if hasattr(engine, "close_spider_async"):
+            from scrapy.utils.defer import deferred_from_coro
+
+            deferred_from_coro(engine.close_spider_async(reason=reason))
+        else:  # Scrapy < 2.14
+            engine.close_spider(crawler.spider, reason)
 
     def _open(self) -> None:
         raise NotImplementedError
