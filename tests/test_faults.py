@@ -253,3 +253,55 @@ def test_a_full_disk_stops_the_crawl_and_the_same_command_resumes_it(
     # the full disk kept from being recorded are delivered again, as after a crash.
     ids = Counter(site.lookup(item["url"]).doc_id for item in first + feed(run))
     assert set(ids) == set(site.expected_unique_docs())
+
+
+def test_a_journal_on_a_full_disk_stops_writing_and_reopens_as_after_a_crash(tmp_path) -> None:
+    import errno
+
+    from scrapy_neardup.storage.journal import Journal
+
+    journal = Journal(tmp_path / "j.journal", flush_interval=0)
+    list(journal.open())
+    journal.append(b"first")
+    calls = []
+    journal.on_disk_full = lambda exc, path: calls.append((exc.errno, path))
+    raw = journal._file.raw
+
+    class Full:
+        def write(self, data):
+            raw.write(data[:3])  # part of the record reaches the disk, as on ENOSPC
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(raw, name)
+
+    journal._file.raw = Full()
+    journal.append(b"second")
+    journal.append(b"third")  # nothing more is written
+    journal.sync()
+    journal.close()
+    assert calls == [(errno.ENOSPC, journal.path)]
+    assert journal.failed
+    reopened = Journal(tmp_path / "j.journal", flush_interval=0)
+    assert list(reopened.open()) == [b"first"]  # the torn record is cut off
+    assert reopened.torn
+    reopened.close()
+
+
+def test_a_journal_without_a_disk_full_handler_raises(tmp_path) -> None:
+    import errno
+
+    from scrapy_neardup.storage.journal import Journal
+
+    journal = Journal(tmp_path / "j.journal", flush_interval=0)
+    list(journal.open())
+
+    class Full:
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    real, journal._file.raw = journal._file.raw, Full()
+    with pytest.raises(OSError):
+        journal.append(b"one")
+    journal._file.raw = real
+    journal.close()
