@@ -88,7 +88,7 @@ class NearDupDupeFilter(RFPDupeFilter):
         self.state.clear_urls()
 
     def request_seen(self, request: Request) -> bool:
-        if self.state.stopping_on_disk_full():
+        if self.state.disk_full is not None:
             # The crawl is stopping on a full disk: Scrapy's JOBDIR queue, on that disk too,
             # would fail to take the request. Its page is crawled again on resume, from the
             # request the frontier journal holds as not done.
@@ -121,7 +121,7 @@ class NearDupDupeFilter(RFPDupeFilter):
         return self.state.request_key(request, self._legacy)
 
     def log(self, request: Request, spider: Spider) -> None:
-        if self.state.stopping_on_disk_full():
+        if self.state.disk_full is not None:
             self.state.inc("neardup/state/disk_full_unqueued")
             return
         self.state.inc("neardup/urls/filtered")

@@ -73,6 +73,9 @@ class NearDupState:
     frontier: Any = None
     #: The crawl's NearDupDupeFilter once open (None when DUPEFILTER_CLASS is another).
     dupefilter: Any = None
+    #: The error of a write that met a full disk (a state on files), once the crawl stops
+    #: on it: nothing more is recorded, and the dupefilter queues no more requests.
+    disk_full: BaseException | None = None
     #: Whether checks reach a server: components then await the async forms of the checks
     #: (:meth:`key_seen_async`, :meth:`check_item`) rather than call the synchronous ones.
     remote = False
@@ -195,10 +198,6 @@ class NearDupState:
         self._closed = True
         self.extractor.close(wait=False)
         self._close()
-
-    def stopping_on_disk_full(self) -> bool:
-        """Whether the crawl is stopping because the state's disk is full."""
-        return False
 
     def stop_crawl(self, reason: str) -> None:
         """Close the crawler's spider with ``reason`` as its finish reason (once; nothing

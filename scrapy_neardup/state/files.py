@@ -238,9 +238,6 @@ class FileState(NearDupState):
                 texts.close()
         self.stop_crawl(DISK_FULL_REASON)
 
-    def stopping_on_disk_full(self) -> bool:
-        return self.disk_full is not None
-
     def _abandon(self) -> None:
         """Close what a failed start opened, writing no snapshot over the unread state."""
         self._opened = False
