@@ -8,6 +8,7 @@ from scrapy.settings import BaseSettings
 
 from scrapy_neardup.config import bool_setting, enabled
 from scrapy_neardup.dupefilter import NearDupDupeFilter
+from scrapy_neardup.exceptions import NearDupError
 from scrapy_neardup.middlewares import (
     FrontierMiddleware,
     LinkBatchMiddleware,
@@ -15,6 +16,7 @@ from scrapy_neardup.middlewares import (
     UrlFilterMiddleware,
 )
 from scrapy_neardup.pipeline import NearDupPipeline
+from scrapy_neardup.start import refuse_start
 
 SCRAPY_DEFAULT_DUPEFILTER = "scrapy.dupefilters.RFPDupeFilter"
 
@@ -37,6 +39,13 @@ class Addon:
     """
 
     def update_settings(self, settings: BaseSettings) -> None:
+        try:
+            self._update_settings(settings)
+        except NearDupError as exc:
+            refuse_start(exc)
+            raise
+
+    def _update_settings(self, settings: BaseSettings) -> None:
         if not enabled(settings):
             return
         url_filter = bool_setting(settings, "NEARDUP_URL_FILTER", True)

@@ -92,6 +92,11 @@ class NearDupDupeFilter(RFPDupeFilter):
         self.state.clear_urls()
 
     def request_seen(self, request: Request) -> bool:
+        if self.state.disk_full is not None:
+            # The crawl is stopping on a full disk: Scrapy's JOBDIR queue, on that disk too,
+            # would fail to take the request. Its page is crawled again on resume, from the
+            # request the frontier journal holds as not done.
+            return True
         meta = request.meta
         if meta:  # a new request's meta is empty: nothing to look up (the hot path)
             if meta.get("neardup_skip"):
@@ -128,6 +133,9 @@ class NearDupDupeFilter(RFPDupeFilter):
         return self.state.request_key(request, self._legacy)
 
     def log(self, request: Request, spider: Spider) -> None:
+        if self.state.disk_full is not None:
+            self.state.inc("neardup/state/disk_full_unqueued")
+            return
         self.state.inc("neardup/urls/filtered")
         super().log(request, spider)  # Scrapy's wording, logger and dupefilter/filtered
 

@@ -369,7 +369,7 @@ class Frontier:
         """Make done requests durable, after everything they stand for: the kept/duplicate
         records of their items (``content.journal``: ``before_done``), then
         their items in the feed files, then their ``D`` records; then compact if worth it."""
-        if not self._open:
+        if not self._open or self.journal.failed:  # a full disk: nothing more is written
             return
         if self._done:
             if self.before_done is not None:

@@ -24,7 +24,7 @@ from scrapy.exceptions import DropItem
 from scrapy_neardup.algorithms import make_method
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.engine import Deduplicator
-from scrapy_neardup.exceptions import ConfigError, StateError
+from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
 from scrapy_neardup.state.redis import RETRY_INTERVAL, RedisState
 from scrapy_neardup.storage import redis_client, redis_index, redis_urls
 from scrapy_neardup.text import Document
@@ -398,7 +398,7 @@ def test_an_outage_fails_closed_when_asked(client, server, caplog) -> None:
             r.levelno == logging.ERROR and "stopping the crawl" in r.getMessage()
             for r in caplog.records
         )
-        with pytest.raises(StateError, match="fail-closed"):
+        with pytest.raises(StorageError, match="NEARDUP_REDIS_URL='redis://"):
             redis_state(server, "c", NEARDUP_REDIS_ON_ERROR="fail-closed")
     finally:
         server.start()

@@ -31,8 +31,9 @@ from xxhash import xxh3_128_digest
 from scrapy_neardup.algorithms.base import Match
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.engine import Deduplicator, Signed, Verdict
-from scrapy_neardup.exceptions import ConfigError
+from scrapy_neardup.exceptions import ConfigError, NearDupError
 from scrapy_neardup.extraction import Extracted, Extractor, FastReadings, KeptLines, SignerSpec
+from scrapy_neardup.start import refuse_start
 from scrapy_neardup.urls import canonical_url, site_of, url_fingerprint
 
 if TYPE_CHECKING:
@@ -72,6 +73,9 @@ class NearDupState:
     frontier: Any = None
     #: The crawl's NearDupDupeFilter once open (None when DUPEFILTER_CLASS is another).
     dupefilter: Any = None
+    #: The error of a write that met a full disk (a state on files), once the crawl stops
+    #: on it: nothing more is recorded, and the dupefilter queues no more requests.
+    disk_full: BaseException | None = None
     #: Whether checks reach a server: components then await the async forms of the checks
     #: (:meth:`key_seen_async`, :meth:`check_item`) rather than call the synchronous ones.
     remote = False
@@ -113,6 +117,7 @@ class NearDupState:
         self._users: set[int] = set()
         self._opened = False
         self._closed = False
+        self._stopping_with: str | None = None  # the reason of stop_crawl, once called
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -123,18 +128,26 @@ class NearDupState:
         if state is None:
             from scrapy import signals
 
-            config = NearDupConfig.from_settings(crawler.settings)
-            state = state_class(config.storage)(
-                config,
-                crawler.stats,
-                crawler=crawler,
-                key_prefix=getattr(crawler.spidercls, "name", None),
-            )
+            try:
+                config = NearDupConfig.from_settings(crawler.settings)
+                state = state_class(config.storage)(
+                    config,
+                    crawler.stats,
+                    crawler=crawler,
+                    key_prefix=getattr(crawler.spidercls, "name", None),
+                )
+            except NearDupError as exc:
+                refuse_start(exc)
+                raise
             _STATES[crawler] = state
             crawler.signals.connect(state.close, signal=signals.spider_closed)
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
                 crawler.signals.connect(state.forget, signal=signal)
-            state.built()
+            try:
+                state.built()
+            except NearDupError as exc:
+                refuse_start(exc)
+                raise
         return state
 
     def _prepare_checks(self) -> None:
@@ -160,7 +173,11 @@ class NearDupState:
         """Load saved state (once). Raises StateError when it cannot be used."""
         if not self._opened:
             self._opened = True
-            self._open()
+            try:
+                self._open()
+            except NearDupError as exc:
+                refuse_start(exc)
+                raise
 
     def attach(self, user: object) -> None:
         """A component (dupefilter, pipeline) starts using the state; it is opened."""
@@ -181,6 +198,23 @@ class NearDupState:
         self._closed = True
         self.extractor.close(wait=False)
         self._close()
+
+    def stop_crawl(self, reason: str) -> None:
+        """Close the crawler's spider with ``reason`` as its finish reason (once; nothing
+        without a running engine, or once the state is closed)."""
+        if self._closed or self._stopping_with is not None:
+            return
+        crawler = self.crawler
+        engine = getattr(crawler, "engine", None) if crawler is not None else None
+        if engine is None or not getattr(engine, "running", False):
+            return
+        self._stopping_with = reason
+        if hasattr(engine, "close_spider_async"):
+            from scrapy.utils.defer import deferred_from_coro
+
+            deferred_from_coro(engine.close_spider_async(reason=reason))
+        else:  # Scrapy < 2.14
+            engine.close_spider(crawler.spider, reason)
 
     def _open(self) -> None:
         raise NotImplementedError

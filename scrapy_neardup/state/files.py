@@ -20,6 +20,8 @@ the state directory::
     frontier.journal requests let through the URL filter and not done yet, so that a crawl
                      killed with SIGKILL crawls them again (scrapy_neardup.frontier); only
                      written when FrontierMiddleware is on to mark requests done
+    lock             held (flock) by the crawl that has the directory open, with its PID
+                     (scrapy_neardup.storage.dirlock)
     texts.records    the text each checked document was compared by, for auditing drops
                      (NEARDUP_KEEP_TEXT > 0; scrapy_neardup.storage.texts)
     *.journal.length each journal's length at its last recorded sync (storage.journal)
@@ -43,8 +45,10 @@ from scrapy_neardup.engine import Deduplicator, Member, Signed
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.frontier import Frontier
 from scrapy_neardup.state.base import NearDupState
+from scrapy_neardup.storage.dirlock import DirectoryLock, state_locks
 from scrapy_neardup.storage.fingerprints import FingerprintStore
 from scrapy_neardup.storage.journal import (
+    DISK_FULL,
     HeadRecord,
     Journal,
     MemberRecord,
@@ -73,6 +77,8 @@ MIN_SYNC_PERIOD = 0.2
 UNSURE_KEPT_MAX = 10_000
 #: New URLs counted before ``neardup/urls/recorded`` is updated (and at every sync and close).
 RECORDED_BUNCH = 256
+#: The finish reason of a crawl stopped because the state directory's disk is full.
+DISK_FULL_REASON = "neardup_disk_full"
 
 
 class ContentJournal:
@@ -130,6 +136,10 @@ class FileState(NearDupState):
         self.confirm: FingerprintStore | None = None
         self._confirm_tmp: str | None = None
         self._texts: TextFile | None = None  # NEARDUP_KEEP_TEXT with a state directory
+        self._confirm_rebuilt = False  # the URL store was missing or empty, and is refilled
+        self._locks: list[DirectoryLock] = []
+        #: The error of a write that met a full disk; nothing is written after it.
+        self.disk_full: BaseException | None = None  # one crawl at a time on the directory
         self._sync_loop: Any = None  # a LoopingCall of _periodic_sync while the crawl runs
         #: The clock of the periodic sync (None: the reactor; tests give a Clock).
         self.sync_clock: Any = None
@@ -164,6 +174,10 @@ class FileState(NearDupState):
             return
         try:
             directory.mkdir(parents=True, exist_ok=True)
+            jobdir = self.crawler.settings.get("JOBDIR") if self.crawler is not None else None
+            self._locks = state_locks(directory, jobdir)
+            for lock in self._locks:
+                lock.acquire()
             self._load_urls(directory)
             self._load_content(directory)
             self._load_frontier(directory)
@@ -177,6 +191,8 @@ class FileState(NearDupState):
         except BaseException:
             self._abandon()
             raise
+        for journal in self._journals():
+            journal.on_disk_full = self._disk_full
         logger.info(
             "scrapy-neardup: state in %s: %d URLs, %d documents kept, %d duplicates",
             directory,
@@ -184,6 +200,43 @@ class FileState(NearDupState):
             len(self.dedup),
             len(self.dedup.members),
         )
+
+    def _journals(self) -> list[Journal]:
+        frontier = self.frontier.journal if self.frontier is not None else None
+        journals = (self._url_journal, self._content_journal, frontier)
+        return [journal for journal in journals if journal is not None]
+
+    def _disk_full(self, exc: BaseException, path: Path | str) -> None:
+        """A write to the state directory met a full disk: nothing more is written there
+        (every journal stops, as a crash would stop them, and no snapshot is written at
+        close), and the crawl is stopped with the finish reason ``neardup_disk_full``. The
+        next start replays the journals as after a crash: the frontier journal queues again
+        every request not done, so once space is freed the same command resumes the crawl."""
+        if self.disk_full is not None:
+            return
+        self.disk_full = exc
+        for journal in self._journals():
+            journal.failed = True
+        self.inc("neardup/state/disk_full")
+        logger.error(
+            "scrapy-neardup: no space left to write %s (%s); the crawl stops (finish reason "
+            "'%s') and its state in %s is left as a crash leaves it. Free space on that disk, "
+            "then run the same command again: the crawl resumes, and the requests it had not "
+            "finished are crawled again",
+            path,
+            getattr(exc, "strerror", None) or exc,
+            DISK_FULL_REASON,
+            self.config.state_dir,
+        )
+        store, self.confirm = self.confirm, None
+        if store is not None:
+            with contextlib.suppress(StateError, sqlite3.Error):
+                store.close()
+        texts, self._texts = self._texts, None
+        if texts is not None:
+            with contextlib.suppress(OSError):
+                texts.close()
+        self.stop_crawl(DISK_FULL_REASON)
 
     def _abandon(self) -> None:
         """Close what a failed start opened, writing no snapshot over the unread state."""
@@ -195,6 +248,12 @@ class FileState(NearDupState):
         if self.confirm is not None:
             self.confirm.close()
             self.confirm = None
+        self._release_locks()
+
+    def _release_locks(self) -> None:
+        for lock in reversed(self._locks):
+            lock.release()
+        self._locks = []
 
     def _load_urls(self, directory: Path) -> None:
         urls = _parse_snapshot(directory / URL_SNAPSHOT, ScalableBloomFilter.from_bytes)
@@ -202,8 +261,17 @@ class FileState(NearDupState):
             self.urls = urls
         self._open_confirm(directory)
         self._url_journal = Journal(directory / URL_JOURNAL, self.config.flush_interval)
+        replayed = 0
         for key in self._url_journal.open():
             self._record(key)
+            replayed += 1
+        if self._confirm_rebuilt and replayed:
+            logger.warning(
+                "scrapy-neardup: %s was missing or empty; rebuilt from %s (%d URLs)",
+                directory / URL_CONFIRM,
+                self._url_journal.path,
+                replayed,
+            )
 
     def _record(self, key: bytes) -> bool:
         """Add to the Bloom filter and the confirming store; True if the Bloom had it."""
@@ -214,9 +282,14 @@ class FileState(NearDupState):
     def _open_confirm(self, directory: Path | None) -> None:
         """The exact key store that confirms Bloom positives (NEARDUP_URL_CONFIRM).
 
-        Without a state directory it lives in a temporary file, unlinked once open. A state
-        directory whose Bloom filter predates its store cannot confirm the older URLs, so
-        confirming is then off for the crawl (logged): a positive is trusted as before.
+        Without a state directory it lives in a temporary file, unlinked once open. In a
+        state directory it must hold every key the Bloom filter does. A store that is missing
+        or empty is rebuilt when every key is at hand: with no Bloom snapshot (or an empty
+        one), the URL journal and the frontier hold them all, and they are added to it as
+        they are read. When the Bloom snapshot has URLs, their keys are in no other file:
+        the start stops with a StateError naming the store, rather than crawl on with Bloom
+        positives unconfirmed (each false positive a page dropped unfetched) in this run
+        and every later one.
         """
         if not (self.config.enabled and self.config.url_filter and self.config.url_confirm):
             return
@@ -226,19 +299,22 @@ class FileState(NearDupState):
             path = Path(self._confirm_tmp)
         else:
             path = directory / URL_CONFIRM
-        is_new = not path.exists() or path.stat().st_size == 0
-        store = FingerprintStore(path, self.config.flush_interval, temporary=directory is None)
-        if is_new and len(self.urls):
-            logger.warning(
-                "scrapy-neardup: %s has %d URLs but no fingerprint store; Bloom positives "
-                "are not confirmed in this crawl",
-                directory,
-                len(self.urls),
-            )
-            store.close()
-            path.unlink(missing_ok=True)
-            return
-        self.confirm = store
+        if directory is not None:
+            exists = path.exists()
+            if (not exists or path.stat().st_size == 0) and len(self.urls):
+                raise StateError(
+                    f"the URL fingerprint store is {'empty' if exists else 'missing'}, but "
+                    f"{directory / URL_SNAPSHOT} records {len(self.urls)} URLs whose keys are in "
+                    "no other file, so a Bloom positive could not be confirmed before its "
+                    "request is dropped. Restore the file; or set NEARDUP_URL_CONFIRM=False "
+                    "to crawl on trusting the Bloom filter (each false positive, at "
+                    "NEARDUP_BLOOM_ERROR_RATE, drops a page unfetched); or start a new JOBDIR",
+                    path=str(path),
+                )
+            self._confirm_rebuilt = not exists or path.stat().st_size == 0
+        self.confirm = FingerprintStore(
+            path, self.config.flush_interval, temporary=directory is None
+        )
 
     def _load_content(self, directory: Path) -> None:
         _parse_snapshot(directory / CONTENT_SNAPSHOT, self.dedup.load_bytes)
@@ -304,6 +380,19 @@ class FileState(NearDupState):
         from scrapy.utils.job import job_dir
 
         jobdir = job_dir(self.crawler.settings) if self.crawler is not None else None
+        spider_state = Path(jobdir) / "spider.state" if jobdir else None
+        if spider_state is not None and spider_state.is_file() and not spider_state.stat().st_size:
+            # Scrapy's SpiderState rewrites it in place at close: on a full disk it is left
+            # empty, and then fails to load at every start (EOFError), and to save at close.
+            empty = spider_state.with_name("spider.state.empty")
+            spider_state.replace(empty)
+            logger.warning(
+                "scrapy-neardup: %s is empty (written on a full disk, or cut by a crash), and "
+                "Scrapy cannot load it; it was moved to %s, and the spider starts with an "
+                "empty spider.state",
+                spider_state,
+                empty,
+            )
         queue = Path(jobdir) / "requests.queue" if jobdir else None
         if queue is None or not queue.exists():
             return
@@ -329,9 +418,21 @@ class FileState(NearDupState):
         if self._url_journal is not None:
             self._url_journal.sync()
         if self.confirm is not None:
-            self.confirm.commit()
+            try:
+                self.confirm.commit()
+            except StateError as exc:
+                self._confirm_failed(exc)
         if self._texts is not None:
-            self._texts.sync()
+            try:
+                self._texts.sync()
+            except OSError as exc:
+                self._texts_failed(exc)
+
+    def _texts_failed(self, exc: OSError) -> None:
+        if exc.errno in DISK_FULL and self._texts is not None:
+            self._disk_full(exc, self._texts.path)
+        else:
+            raise exc
 
     def _schedule_sync_loop(self) -> None:
         """Sync every ``NEARDUP_FLUSH_INTERVAL`` seconds (``MIN_SYNC_PERIOD`` at least) while
@@ -397,32 +498,56 @@ class FileState(NearDupState):
                 self.stats.set_value(
                     "neardup/urls/false_positives_total", self.confirm.counter("false_positives")
                 )
-            self.confirm.close()
+            try:
+                self.confirm.close()
+            except StateError as exc:  # a full disk: the state is then left as it is
+                self._confirm_failed(exc)
             self.confirm = None
         if self._confirm_tmp is not None:
             for suffix in ("", "-wal", "-shm"):
                 Path(self._confirm_tmp + suffix).unlink(missing_ok=True)
         directory = self.config.state_dir
-        if directory is not None and self._opened:
-            save_snapshot(directory / URL_SNAPSHOT, self.urls.to_bytes())
-            save_snapshot(directory / CONTENT_SNAPSHOT, self.dedup.to_bytes())
-            lshbloom = self._lshbloom()
-            if lshbloom is not None:
-                save_snapshot(directory / LSHBLOOM_SNAPSHOT, lshbloom.to_bytes())
-            for journal in (self._url_journal, self._content_journal):
-                if journal is not None:
-                    journal.reset()
-                    journal.close()
+        if directory is not None and self._opened and self.disk_full is None:
+            try:
+                self._save_snapshots(directory)
+            except OSError as exc:
+                if exc.errno not in DISK_FULL:
+                    raise
+                self._disk_full(exc, exc.filename or directory)
+        if self.disk_full is not None:  # left as a crash leaves it; the journals write nothing
             if self.frontier is not None:
                 self.frontier.close()
+            for journal in self._journals():
+                journal.close()
         if self._texts is not None:
-            self._texts.close()
+            try:
+                self._texts.close()
+            except OSError as exc:
+                self._texts_failed(exc)
+        self._release_locks()
         self._count_recorded()
         self.set_final_stats()
 
+    def _save_snapshots(self, directory: Path) -> None:
+        """At a clean close: the snapshots, then the journals emptied and closed."""
+        save_snapshot(directory / URL_SNAPSHOT, self.urls.to_bytes())
+        save_snapshot(directory / CONTENT_SNAPSHOT, self.dedup.to_bytes())
+        lshbloom = self._lshbloom()
+        if lshbloom is not None:
+            save_snapshot(directory / LSHBLOOM_SNAPSHOT, lshbloom.to_bytes())
+        for journal in (self._url_journal, self._content_journal):
+            if journal is not None:
+                journal.reset()
+                journal.close()
+        if self.frontier is not None:
+            self.frontier.close()
+
     def keep_text(self, key: str, text: str) -> None:
         if self._texts is not None:
-            self._texts.put(key, text)
+            try:
+                self._texts.put(key, text)
+            except OSError as exc:
+                self._texts_failed(exc)
 
     # -- URLs -----------------------------------------------------------------------------
 
@@ -469,7 +594,11 @@ class FileState(NearDupState):
             return failed
 
     def _confirm_failed(self, exc: StateError) -> None:
-        """The URL store broke mid-crawl: the crawl goes on without it (see _confirm)."""
+        """The URL store broke mid-crawl: the crawl goes on without it (see _confirm); on a
+        full disk it stops, as for every file of the state."""
+        if "disk is full" in str(exc) and self.config.state_dir is not None and self._opened:
+            self._disk_full(exc, exc.path or URL_CONFIRM)
+            return
         self.inc("neardup/urls/confirm_errors")
         logger.error(
             "scrapy-neardup: %s; Bloom positives are not confirmed for the rest of this "

@@ -19,9 +19,14 @@ answers from what this process knows and lets the request through; the check goe
 thread, and the downloader middleware awaits its answer before the download, dropping the
 request then if Redis knew it. A slow Redis so slows the crawl down, and never freezes it.
 
-**Outages.** A call that fails (refused, timed out) starts an outage: one WARNING, counted in
-``neardup/redis/errors``. Until it ends nothing waits on Redis (calls queued in the threads
-fail at once) and ``NEARDUP_REDIS_ON_ERROR`` decides:
+**At start** Redis must answer: the first contact is tried again for ``NEARDUP_REDIS_TIMEOUT``
+seconds, then the crawl does not start (a StorageError naming ``NEARDUP_REDIS_URL``, its
+password masked), whatever ``NEARDUP_REDIS_ON_ERROR`` says: a Redis out of reach from the
+first request is most often a mistyped URL, and fail-open would crawl everything unchecked.
+
+**Outages.** Once the crawl runs, a call that fails (refused, timed out) starts an outage:
+one WARNING, counted in ``neardup/redis/errors``. Until it ends nothing waits on Redis (calls
+queued in the threads fail at once) and ``NEARDUP_REDIS_ON_ERROR`` decides:
 
 - ``fail-open`` (default): nothing is lost. URLs and items are checked against what this
   process knows: every URL it recorded or was told of (a local Bloom filter mirrors them) and
@@ -60,7 +65,7 @@ from typing import Any, TypeVar
 
 from scrapy_neardup.algorithms.base import Match
 from scrapy_neardup.engine import Deduplicator, Member, Signed, Verdict
-from scrapy_neardup.exceptions import ConfigError, StateError
+from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
 from scrapy_neardup.state.base import NearDupState, repeat_key
 from scrapy_neardup.storage.texts import redis_key
 from scrapy_neardup.twisted_futures import LoopHandle, await_future
@@ -71,6 +76,8 @@ T = TypeVar("T")
 
 #: Seconds between two health probes of a Redis that went away.
 RETRY_INTERVAL = 1.0
+#: Seconds between two tries of the first contact, at start.
+START_RETRY_PAUSE = 0.25
 #: URLs and kept documents remembered during an outage, written to Redis when it is back.
 BACKLOG_MAX = 100_000
 #: Seconds the dupefilter may wait for URL answers in one turn of the reactor (never more
@@ -230,24 +237,17 @@ class RedisState(NearDupState):
         self._connect_redis()
         return len(self.urls), len(self.dedup)
 
+    def built(self) -> None:
+        # Redis is reached while the crawler is built: out of reach, the crawl stops with one
+        # clear message, before Scrapy opens anything it would then fail to close.
+        self._first_contact_in_time()
+
     def _open(self) -> None:
         # The loop of the crawl (opened in its thread), for calls from the Redis threads.
         self._loop, self._loop_thread = LoopHandle.current(), threading.get_ident()
         self._settled_later = self._middleware_awaits()
         self._shared_queue = self._scheduler_shares_queue()
-        future = self._submit(self._content_thread, self._first_contact)
-        try:
-            urls, docs = future.result(timeout=self.config.redis_timeout + 1.0)
-        except (*self.errors, FutureTimeout) as exc:
-            if isinstance(exc, FutureTimeout):
-                exc = TimeoutError(f"no answer within {self.config.redis_timeout} s")
-            if self.config.redis_on_error == "fail-closed":
-                raise StateError(
-                    f"Redis at {self.config.redis_url} is unavailable ({exc}) and "
-                    "NEARDUP_REDIS_ON_ERROR is 'fail-closed'"
-                ) from None
-            self._redis_failed(exc)
-            return
+        urls, docs = self._first_contact_in_time()
         logger.info(
             "scrapy-neardup: state in Redis %s under {%s}: %d URLs, %d documents kept",
             self._where(),
@@ -255,6 +255,34 @@ class RedisState(NearDupState):
             urls,
             docs,
         )
+
+    def _first_contact_in_time(self) -> tuple[int, int]:
+        """First contact, tried again for ``NEARDUP_REDIS_TIMEOUT`` seconds; a Redis still out
+        of reach then stops the start, under either ``NEARDUP_REDIS_ON_ERROR``. A Redis that
+        cannot be reached when the crawl starts is far more often a mistyped URL than an
+        outage, and fail-open would crawl all of it unchecked."""
+        timeout = self.config.redis_timeout
+        deadline = time.monotonic() + timeout
+        while True:
+            future = self._submit(self._content_thread, self._first_contact)
+            try:
+                return future.result(timeout=timeout + 1.0)
+            except (*self.errors, FutureTimeout) as exc:
+                hung = isinstance(exc, FutureTimeout)  # the thread is still in the call
+                if hung:
+                    exc = TimeoutError(f"no answer within {timeout} s")
+                left = deadline - time.monotonic()
+                if hung or left <= 0:
+                    self.inc("neardup/redis/errors")
+                    raise StorageError(
+                        f"NEARDUP_REDIS_URL={mask_url(self.config.redis_url)!r}: Redis cannot "
+                        f"be reached ({type(exc).__name__}: {exc}), tried for {timeout:g} s "
+                        "(NEARDUP_REDIS_TIMEOUT). Check the URL and that Redis is running: "
+                        "a crawl does not start without its Redis, whatever "
+                        "NEARDUP_REDIS_ON_ERROR says (that setting governs outages once "
+                        "the crawl runs)"
+                    ) from None
+                time.sleep(min(START_RETRY_PAUSE, left))
 
     def _middleware_awaits(self) -> bool:
         """Whether UrlFilterMiddleware is on, to await the URL checks answered late."""
@@ -744,3 +772,21 @@ class RedisState(NearDupState):
             with self._lock:
                 self._outage_counts["items"] += 1
         return verdict
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password, if any, as ``***`` (for messages and logs)."""
+    import re
+    from urllib.parse import urlsplit, urlunsplit
+
+    url = re.sub(r"([?&]password=)[^&#]*", r"\1***", url)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url.split("@", 1)[-1] if "@" in url else url
+    if not password:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))

@@ -35,6 +35,7 @@ header, length and checksum: a snapshot without it comes from another version.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import struct
@@ -57,6 +58,8 @@ FRAME_OVERHEAD = _HEADER.size
 MAX_RECORD = 64 * 1024 * 1024
 #: Bytes a journal holds before it hands them to the OS (at the latest at its next sync).
 WRITE_BUFFER = 64 * 1024
+#: The errors of a write to a full disk (or a user's full quota).
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 #: Seconds between two rewrites of a journal's recorded length.
 LENGTH_INTERVAL = 1.0
 LENGTH_SUFFIX = ".length"
@@ -162,6 +165,14 @@ class Journal:
         #: Called before any of this journal's records reach the OS (where a SIGKILL cannot
         #: take them back): such a journal hands the other's records to the OS first.
         self.before_write: Callable[[], None] | None = None
+        #: Called with the OSError when the disk is full (ENOSPC, EDQUOT) as records are
+        #: written; the journal then writes nothing more (:attr:`failed`). Without it the
+        #: error is raised.
+        self.on_disk_full: Callable[[OSError, Path], None] | None = None
+        #: Set once a write failed on a full disk, by the journal or by its owner for every
+        #: journal of a state: nothing more is written, and the file is left as a crash
+        #: leaves it (a torn last record at most, cut off at the next start).
+        self.failed = False
 
     def open(self) -> Iterator[bytes]:
         """Replay the intact records (cutting off a torn tail), then open for appending.
@@ -271,16 +282,33 @@ class Journal:
         if not payload:
             raise ValueError("a journal record cannot be empty")
         offset = self._file.tell()
-        self._file.write(_frame(payload))
+        if self.failed:
+            return offset
+        try:
+            self._file.write(_frame(payload))
+        except OSError as exc:
+            self._write_failed(exc)
+            return offset
         self._dirty = True
         if self.flush_interval == 0 or time.monotonic() - self._last_sync >= self.flush_interval:
             self.sync()
         return offset
 
+    def _write_failed(self, exc: OSError) -> None:
+        """A write failed: on a full disk, stop writing and tell the owner; else raise."""
+        if exc.errno not in DISK_FULL or self.on_disk_full is None:
+            raise exc
+        if not self.failed:
+            self.failed = True
+            self.on_disk_full(exc, self.path)
+
     def write_out(self) -> None:
         """Hand the records in the buffer to the OS (not fsynced)."""
-        if self._file is not None:
-            self._file.flush()
+        if self._file is not None and not self.failed:
+            try:
+                self._file.flush()
+            except OSError as exc:
+                self._write_failed(exc)
 
     def tell(self) -> int:
         """The journal's length, records still in the buffer included."""
@@ -289,17 +317,24 @@ class Journal:
     def sync(self) -> None:
         """Flush the buffer and fsync: what is written so far survives a crash. The length
         synced is recorded at most every ``LENGTH_INTERVAL`` seconds."""
-        if self._file is not None and self._dirty:
-            if self.before_sync is not None:
-                self.before_sync()
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._dirty = False
-            self._synced = self._file.tell()
-        now = time.monotonic()
-        self._last_sync = now
-        if self._synced > (self._recorded or 0) and now - self._last_mark >= LENGTH_INTERVAL:
-            self._record_length(self._synced)
+        if self.failed:
+            return
+        try:
+            if self._file is not None and self._dirty:
+                if self.before_sync is not None:
+                    self.before_sync()
+                if self.failed:  # the other journal's sync met the full disk
+                    return
+                self._file.flush()
+                os.fsync(self._file.fileno())
+                self._dirty = False
+                self._synced = self._file.tell()
+            now = time.monotonic()
+            self._last_sync = now
+            if self._synced > (self._recorded or 0) and now - self._last_mark >= LENGTH_INTERVAL:
+                self._record_length(self._synced)
+        except OSError as exc:
+            self._write_failed(exc)
 
     def rewrite(self, payloads: Iterable[bytes]) -> list[tuple[int, int]]:
         """Replace every record with ``payloads``, atomically (compaction), and go on
@@ -323,6 +358,8 @@ class Journal:
         for frame in frames:
             spans.append((offset, len(frame)))
             offset += len(frame)
+        if self.failed:
+            return spans
         self._lower_length(offset)
         if self._file is not None:
             self._file.close()
@@ -334,7 +371,7 @@ class Journal:
 
     def reset(self) -> None:
         """Empty the journal (its records are in a snapshot now)."""
-        if self._file is not None:
+        if self._file is not None and not self.failed:
             self._lower_length(0)
             self._file.flush()
             self._file.truncate(0)
@@ -343,12 +380,28 @@ class Journal:
             self._synced = 0
 
     def close(self) -> None:
-        if self._file is not None:
-            self.sync()
-            if self._synced > (self._recorded or 0):
-                self._record_length(self._synced)
+        if self._file is None:
+            return
+        if self.failed:  # left as a crash leaves it: what is in the buffer is not written
+            self._file.buffer.clear()
             self._file.close()
             self._file = None
+            return
+        try:
+            self.sync()
+            if self._synced > (self._recorded or 0) and not self.failed:
+                self._record_length(self._synced)
+        except OSError as exc:
+            self._write_failed(exc)
+        finally:
+            if self.failed:
+                self._file.buffer.clear()
+            try:
+                self._file.close()
+            except OSError as exc:
+                self._write_failed(exc)
+            finally:
+                self._file = None
 
 
 class _AppendFile:

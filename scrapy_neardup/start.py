@@ -1,0 +1,62 @@
+"""A crawl that cannot start says why in one line, and ``scrapy crawl`` exits with 1.
+
+An exception raised while Scrapy builds a crawler's components (``from_crawler``, an add-on's
+``update_settings``) or opens its spider fails Scrapy's crawl task: Scrapy sets its exit
+code, and asyncio (or Twisted, for the Deferred of ``CrawlerProcess``) then logs "Task
+exception was never retrieved" (or "Unhandled error in Deferred") with a traceback through
+Scrapy's internals around the message. For the errors this package raises on purpose at start
+(:class:`~scrapy_neardup.exceptions.ConfigError`, ``StateError``, ``StorageError``) the
+message is the whole story: :func:`refuse_start` logs it once as an ERROR, and the traceback
+asyncio or Twisted would log for that same exception is left out. The exception still
+propagates, so nothing starts and the exit code is Scrapy's own for a failed start.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from scrapy_neardup.exceptions import NearDupError
+
+logger = logging.getLogger(__name__)
+
+#: How many reported errors the log filter remembers (one crawl reports one).
+_REMEMBERED = 32
+_reported: list[str] = []
+_lock = threading.Lock()
+_filter_installed = False
+
+
+def _signature(exc: BaseException) -> str:
+    """The last line of the exception's traceback, as asyncio and Twisted print it."""
+    cls = type(exc)
+    return f"{cls.__module__}.{cls.__qualname__}: {exc}"
+
+
+class _ReportedErrors(logging.Filter):
+    """Drops the records asyncio and Twisted log about an error already reported."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, NearDupError):
+            return not getattr(exc, "_neardup_reported", False)
+        if record.name == "twisted" and _reported:
+            message = record.getMessage()
+            return not any(line in message for line in _reported)
+        return True
+
+
+def refuse_start(exc: NearDupError) -> None:
+    """Log ``exc`` once as the reason the crawl does not start; the caller re-raises it."""
+    global _filter_installed
+    if getattr(exc, "_neardup_reported", False):
+        return
+    exc._neardup_reported = True  # type: ignore[attr-defined]
+    with _lock:
+        _reported.append(_signature(exc))
+        del _reported[:-_REMEMBERED]
+        if not _filter_installed:
+            for name in ("asyncio", "twisted"):
+                logging.getLogger(name).addFilter(_ReportedErrors())
+            _filter_installed = True
+    logger.error("scrapy-neardup: the crawl cannot start: %s: %s", type(exc).__name__, exc)

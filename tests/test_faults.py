@@ -1,0 +1,307 @@
+"""Faults at the edges of a crawl, each met by ``scrapy crawl`` as a user runs it.
+
+Every crawl here is ``scrapy crawl demo`` of the example project in a fresh process, with its
+working directory in ``tmp_path`` (the project's feed and state files land there), against
+the demo site on loopback or a closed loopback port.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "example_project")]),
+    "SCRAPY_SETTINGS_MODULE": "demo.settings",
+}
+#: Noise a clean refusal must not print.
+NOISE = ("Traceback", "Task exception was never retrieved", "Unhandled error in Deferred")
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def scrapy_crawl(
+    cwd: Path, start_url: str, *settings: str, env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    """``scrapy crawl demo -a start_url=... -s NAME=VALUE...`` in ``cwd``."""
+    args = [sys.executable, "-m", "scrapy", "crawl", "demo", "-a", f"start_url={start_url}"]
+    for setting in ("TELNETCONSOLE_ENABLED=False", "NEARDUP_WORKERS=0", *settings):
+        args += ["-s", setting]
+    return subprocess.Popen(
+        args,
+        cwd=cwd,
+        env={**ENV, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(proc: subprocess.Popen, timeout: float = 120) -> str:
+    """Wait for ``proc``; its stderr."""
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate()
+        raise AssertionError(f"the crawl did not end: {stderr[-4000:]}") from None
+    return stderr
+
+
+def feed(cwd: Path) -> list[dict]:
+    path = cwd / "items.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def assert_refused(proc: subprocess.Popen, message: str) -> str:
+    stderr = finish(proc)
+    assert proc.returncode != 0, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if "the crawl cannot start" in line]
+    assert len(lines) == 1, stderr[-3000:]
+    assert message in lines[0], lines[0]
+    for noise in NOISE:
+        assert noise not in stderr, stderr[-3000:]
+    assert "Spider opened" not in stderr
+    return stderr
+
+
+# -- errors at start: one message, exit 1 ------------------------------------------------
+
+
+def test_a_bad_setting_is_one_message_and_exit_1(tmp_path) -> None:
+    proc = scrapy_crawl(tmp_path, f"http://127.0.0.1:{closed_port()}/", "NEARDUP_BACKEND=bogus")
+    assert_refused(proc, "ConfigError: NEARDUP_BACKEND='bogus' is not allowed: one of")
+
+
+def test_a_bad_setting_read_by_the_addon_is_one_message_and_exit_1(tmp_path) -> None:
+    proc = scrapy_crawl(tmp_path, f"http://127.0.0.1:{closed_port()}/", "NEARDUP_ENABLED=maybe")
+    assert_refused(proc, "ConfigError: NEARDUP_ENABLED='maybe' is not allowed")
+
+
+def test_corrupt_state_is_one_message_and_exit_1(tmp_path) -> None:
+    state = tmp_path / "job" / "neardup"
+    state.mkdir(parents=True)
+    (state / "content.state").write_bytes(b"NDUP\x09\x00garbage")
+    proc = scrapy_crawl(
+        tmp_path,
+        f"http://127.0.0.1:{closed_port()}/",
+        f"JOBDIR={tmp_path / 'job'}",
+    )
+    assert_refused(proc, f"StateError: {state / 'content.state'}: state format version 9")
+    assert (state / "content.state").read_bytes() == b"NDUP\x09\x00garbage"
+
+
+# -- two crawls on one JOBDIR ------------------------------------------------------------
+
+
+def wait_until(condition, what: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Wait for ``condition()``; fails at once if ``proc`` ends first."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            raise AssertionError(f"the crawl ended before {what}: {finish(proc)[-3000:]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"{what} did not happen within {timeout} s")
+        time.sleep(0.02)
+
+
+def test_a_second_crawl_on_a_jobdir_in_use_is_refused_until_the_first_dies(tmp_path) -> None:
+    # A server that accepts no connection: the first crawl waits on its start page.
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(8)
+    url = f"http://127.0.0.1:{hung.getsockname()[1]}/"
+    jobdir = tmp_path / "job"
+    lock = jobdir / "neardup" / "lock"
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    first = scrapy_crawl(first_dir, url, f"JOBDIR={jobdir}")
+    try:
+        wait_until(
+            lambda: lock.exists() and lock.read_text().strip() == str(first.pid),
+            "the first crawl took the lock",
+            first,
+        )
+        second = scrapy_crawl(second_dir, url, f"JOBDIR={jobdir}")
+        assert_refused(
+            second,
+            f"StateError: {jobdir / 'neardup'}: in use by another crawl (process {first.pid},",
+        )
+        assert first.poll() is None  # the first crawl goes on
+    finally:
+        first.send_signal(signal.SIGKILL)
+        finish(first)
+        hung.close()
+    # The dead crawl's lock file is left with its PID; the kernel released its flock.
+    assert lock.read_text().strip() == str(first.pid)
+    third = scrapy_crawl(second_dir, url, f"JOBDIR={jobdir}")
+    stderr = finish(third)
+    assert third.returncode == 0, stderr[-3000:]
+    assert "the crawl cannot start" not in stderr
+    assert "Spider opened" in stderr
+
+
+# -- a Redis out of reach at start -------------------------------------------------------
+
+
+@pytest.mark.parametrize("policy", ["fail-open", "fail-closed"])
+def test_a_redis_out_of_reach_at_start_stops_the_crawl_naming_the_setting(
+    tmp_path, site_url, policy
+) -> None:
+    redis_url = f"redis://:secret@127.0.0.1:{closed_port()}/0"
+    started = time.monotonic()
+    proc = scrapy_crawl(
+        tmp_path,
+        site_url,
+        "NEARDUP_STORAGE=redis",
+        f"NEARDUP_REDIS_URL={redis_url}",
+        "NEARDUP_REDIS_TIMEOUT=1.5",
+        f"NEARDUP_REDIS_ON_ERROR={policy}",
+    )
+    stderr = finish(proc)
+    assert proc.returncode != 0, stderr[-3000:]
+    assert time.monotonic() - started >= 1.5  # tried for NEARDUP_REDIS_TIMEOUT
+    lines = [line for line in stderr.splitlines() if "the crawl cannot start" in line]
+    assert len(lines) == 1, stderr[-3000:]
+    masked = redis_url.replace("secret", "***")
+    assert f"StorageError: NEARDUP_REDIS_URL='{masked}': Redis cannot be reached" in lines[0]
+    assert "NEARDUP_REDIS_TIMEOUT" in lines[0]
+    assert "secret" not in stderr
+    for noise in NOISE:
+        assert noise not in stderr, stderr[-3000:]
+    assert "Crawled (" not in stderr  # not one page
+    assert feed(tmp_path) == []
+
+
+# -- a full disk under JOBDIR ------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 120 KiB tmpfs (root only): the JOBDIR of a crawl of the demo site outgrows it."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=120k", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def stats_value(stderr: str, name: str) -> str | None:
+    """A value from Scrapy's stats dump at the end of the log."""
+    for line in stderr.splitlines():
+        if line.strip().startswith(f"'{name}':"):
+            return line.split(":", 1)[1].strip().rstrip(",}").strip("'")
+    return None
+
+
+def test_a_full_disk_stops_the_crawl_and_the_same_command_resumes_it(
+    tmp_path, small_disk, site, site_url
+) -> None:
+    from collections import Counter
+
+    run = tmp_path / "run"  # the feed is on another disk, with space
+    run.mkdir()
+    jobdir = small_disk / "job"
+    command = (run, site_url, f"JOBDIR={jobdir}", "NEARDUP_KEEP_TEXT=0")
+    stderr = finish(scrapy_crawl(*command))
+    assert stats_value(stderr, "finish_reason") == "neardup_disk_full", stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if "no space left to write" in line]
+    assert len(errors) == 1, stderr[-3000:]
+    assert f"{jobdir / 'neardup'}/" in errors[0]  # the file
+    assert "Free space on that disk, then run the same command again" in errors[0]
+    for noise in ("Task exception was never retrieved", "Unhandled error in Deferred"):
+        assert noise not in stderr, stderr[-3000:]
+    assert "scrapy_neardup" not in "".join(  # no traceback through the plugin
+        line for line in stderr.splitlines() if line.startswith("  File ")
+    )
+    first = feed(run)
+    assert first  # it crawled until the disk was full
+    assert len({site.lookup(item["url"]).doc_id for item in first}) < len(
+        site.expected_unique_docs()
+    )
+
+    subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)
+    stderr = finish(scrapy_crawl(*command))
+    assert stats_value(stderr, "finish_reason") == "finished", stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    # Every distinct document of the site reached one feed or the other. Items whose end
+    # the full disk kept from being recorded are delivered again, as after a crash.
+    ids = Counter(site.lookup(item["url"]).doc_id for item in first + feed(run))
+    assert set(ids) == set(site.expected_unique_docs())
+
+
+def test_a_journal_on_a_full_disk_stops_writing_and_reopens_as_after_a_crash(tmp_path) -> None:
+    import errno
+
+    from scrapy_neardup.storage.journal import Journal
+
+    journal = Journal(tmp_path / "j.journal", flush_interval=0)
+    list(journal.open())
+    journal.append(b"first")
+    calls = []
+    journal.on_disk_full = lambda exc, path: calls.append((exc.errno, path))
+    raw = journal._file.raw
+
+    class Full:
+        def write(self, data):
+            raw.write(data[:3])  # part of the record reaches the disk, as on ENOSPC
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(raw, name)
+
+    journal._file.raw = Full()
+    journal.append(b"second")
+    journal.append(b"third")  # nothing more is written
+    journal.sync()
+    journal.close()
+    assert calls == [(errno.ENOSPC, journal.path)]
+    assert journal.failed
+    reopened = Journal(tmp_path / "j.journal", flush_interval=0)
+    assert list(reopened.open()) == [b"first"]  # the torn record is cut off
+    assert reopened.torn
+    reopened.close()
+
+
+def test_a_journal_without_a_disk_full_handler_raises(tmp_path) -> None:
+    import errno
+
+    from scrapy_neardup.storage.journal import Journal
+
+    journal = Journal(tmp_path / "j.journal", flush_interval=0)
+    list(journal.open())
+
+    class Full:
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    real, journal._file.raw = journal._file.raw, Full()
+    with pytest.raises(OSError):
+        journal.append(b"one")
+    journal._file.raw = real
+    journal.close()
