@@ -109,7 +109,15 @@ class NearDupDupeFilter(RFPDupeFilter):
         frontier = state.frontier
         if frontier is None:
             return state.key_seen(key)
-        return state.key_seen(key, lambda fp: frontier.schedule(request, fp))
+        if not state.key_seen(key, lambda fp: frontier.schedule(request, fp)):
+            return False
+        if frontier.passes and frontier.take_pass(key):
+            # The crashed run could not journal it and kept its parent pending instead: the
+            # parent, crawled again, yielded it again. Through once, as a re-queued request.
+            meta[RECOVERED_META] = request.url
+            frontier.schedule(request, key)
+            return False
+        return True
 
     def request_key(self, request: Request) -> bytes:
         """What this filter records for ``request`` (raises InvalidURL)."""

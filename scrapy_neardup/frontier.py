@@ -20,49 +20,71 @@ or the sync of ``urls.journal``), which first syncs ``content.journal`` (``befor
 then flushes and fsyncs every open feed file (:func:`sync_feeds`), and only then appends the
 ``D`` records and fsyncs this journal. The ``D`` records wait in memory, not in the journal's
 write buffer, which a full buffer would push to the OS early, before the feed bytes of their
-items; so the buffer only ever holds ``Q`` records (and the final ``C``).
+items; so the buffer only ever holds ``Q`` and ``X`` records (and the final ``C``).
 
-Ordering, so that the files on disk are always consistent after a crash: a ``Q`` reaches the
-OS as it is appended (the other journals' buffers can spill before they sync), ``urls.journal``
-syncs this journal first (:meth:`Frontier.sync`), ``content.journal`` syncs this journal first
-(its ``Q`` records), and ``D`` records are written as above. So a recorded URL always has its
-``Q``; a kept/duplicate record always has the ``Q`` of its request (else a document kept
-before a crash, whose item never reached the feed, would be found again as a new URL and
-dropped as a duplicate of itself); and a ``D`` always has the kept/duplicate records of its
-items and the feed lines of its scraped items.
+Ordering, so that the files on disk are always consistent after a crash: a ``Q`` (or ``X``)
+reaches the OS as it is appended (the other journals' buffers can spill before they sync),
+``urls.journal`` syncs this journal first (:meth:`Frontier.sync`), ``content.journal`` syncs
+this journal first (its ``Q`` records), and ``D`` records are written as above. So a
+recorded URL always has its ``Q`` (or its parent's ``Q`` and ``X``); a kept/duplicate record
+always has the ``Q`` of its request (else a document kept before a crash, whose item never
+reached the feed, would be found again as a new URL and dropped as a duplicate of itself);
+and a ``D`` always has the kept/duplicate records of its items and the feed lines of its
+scraped items.
 
 ``frontier.journal`` records (framed as every journal, see :mod:`scrapy_neardup.storage.journal`)::
 
     b"Q" | 16-byte URL fingerprint | b"\\x01" | JSON of Request.to_dict(), tagged (below)
     b"D" | 16-byte URL fingerprint
+    b"X" | 16-byte fingerprint of a Q | 16-byte URL fingerprint of a request it yielded
     b"C"                                  clean close: Scrapy's JOBDIR queue holds the frontier
     b"R"                                  a run started (first record; no "C" after it: it crashed)
 
 The byte after the fingerprint is the format of the request (1: JSON). Earlier versions
 pickled the request there (a pickle starts with ``0x80``); a pickle is never loaded, since
 unpickling a crafted record would run its code: such a journal stops the start with a
-:class:`~scrapy_neardup.exceptions.StateError`. JSON lacks some types a request holds, so
-they are tagged, as one-key objects: ``{"__bytes__": base64}``, ``{"__tuple__": [...]}``,
-``{"__set__": [...]}``, ``{"__frozenset__": [...]}``, ``{"__dict__": [[key, value], ...]}``
-(a dict with keys that are not strings, or that look like a tag), and
-``{"__item__": [module, qualname, fields]}`` (a ``scrapy.Item``). Nothing is imported when a
-record is read: an item class, and the request class of ``_class``, are looked up in modules
-already imported, and must be subclasses of ``scrapy.Item`` and ``scrapy.Request``.
+:class:`~scrapy_neardup.exceptions.StateError`.
 
-At start the journal is compacted to its pending ``Q`` records (the ``C`` is consumed: a crash
-later in the run must re-queue them, since Scrapy's queue is then partly consumed). While the
-crawl runs it is compacted again whenever the records of done requests outweigh the pending
-ones (and it is over ``COMPACT_MIN_BYTES``), so it stays about twice the size of the requests
-still queued: only their offsets are kept in memory, the compaction copies their records. Requests
-that cannot be serialised (a lambda callback, meta holding another type) are counted and, as in
-Scrapy's own disk queue, not persisted; requests with ``dont_filter=True`` do not pass the URL
-filter and are not journaled either (Scrapy's start requests are re-sent by the spider anyway).
+What is journaled: str, bytes, int, float, bool, None and their subclasses (written as their
+base: lxml's link text as a str, an ``IntEnum`` as an int); lists, tuples, sets, frozensets
+and dicts of journaled values (a dict subclass as a dict, a named tuple as a tuple); the
+standard library's ``datetime``, ``date``, ``time`` (with their UTC offset, and the zone of
+a ``zoneinfo.ZoneInfo``), ``timedelta``, ``Decimal`` and ``UUID``; ``scrapy.Item``, dataclass
+and attrs instances of a class found by its module and qualname; requests of any
+``Request`` subclass, with callbacks and errbacks that are the spider's methods. JSON lacks
+some of these, so they are tagged, as one-key objects: ``__bytes__`` (base64), ``__tuple__``,
+``__set__``, ``__frozenset__`` (lists), ``__dict__`` (``[[key, value], ...]``: keys that are
+not strings, or look like a tag), ``__datetime__``, ``__date__``, ``__time__`` (ISO 8601;
+a datetime with a zone or a fold is ``[iso, zone, fold]``), ``__timedelta__`` (``[days,
+seconds, microseconds]``), ``__decimal__``, ``__uuid__`` (strings), and ``__item__``,
+``__dataclass__``, ``__attrs__`` (``[module, qualname, fields]``). Nothing is imported when
+a record is read: a class (an item's, the request's ``_class``) is looked up in modules
+already imported, and must be of the kind its tag says before it is made.
+
+A request holding anything else cannot be journaled: counted in
+``neardup/frontier/unserializable``, logged at WARNING the first time for each type. The
+request whose response yielded it (its frontier fingerprint in ``PARENT_META``, set by
+``FrontierMiddleware``) is then pinned: never done in this run, so a crash crawls it again.
+The ``X`` record, appended before the child's URL is recorded, lets the child through the
+URL filter once after that crash (it is recorded as seen; its parent yields it again). A
+request without such a parent (a start request) is not persisted, as in Scrapy's disk queue;
+nor are requests with ``dont_filter=True``, which do not pass the URL filter.
+
+At start the journal is compacted to its pending ``Q`` records and their ``X`` records (the
+``C`` is consumed: a crash later in the run must re-queue them, since Scrapy's queue is then
+partly consumed). While the crawl runs it is compacted again whenever the records of done
+requests outweigh the pending ones (and it is over ``COMPACT_MIN_BYTES``), so it stays about
+twice the size of the requests still queued: only their offsets are kept in memory, the
+compaction copies their records.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
+import datetime
+import decimal
 import errno
 import functools
 import io
@@ -71,6 +93,7 @@ import logging
 import operator
 import os
 import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,6 +115,9 @@ FRONTIER_META = "_neardup_frontier"
 RECOVERED_META = "_neardup_recovered"
 #: Request meta: the URL the URL filter checked (set by the dupefilter and the middleware).
 CHECKED_META = "_neardup_checked_url"
+#: Request meta: hex fingerprint of the frontier entry whose response yielded the request
+#: (set by FrontierMiddleware): kept pending if the request cannot be journaled.
+PARENT_META = "_neardup_parent"
 
 _FP = 16
 #: The journal is never compacted below this size (compaction then costs more than it saves).
@@ -132,14 +158,23 @@ class Frontier:
         self.recovered_items: dict[int, Any] = {}
         self._run_span = (0, 0)  # the "R" record's (offset, frame length)
         self._live: dict[bytes, tuple[int, int]] = {}  # fingerprint -> (offset, frame length)
-        #: Done, ``D`` not written yet (fingerprint -> frame length of its ``Q``): see sync().
-        self._done: dict[bytes, int] = {}
+        #: Done, ``D`` not written yet (fingerprint -> span of its ``Q``): see sync().
+        self._done: dict[bytes, tuple[int, int]] = {}
+        #: Requests that yielded one that could not be journaled: never done in this run.
+        self._pinned: set[bytes] = set()
+        #: The ``X`` records of pending requests: parent -> child key -> span.
+        self._marks: dict[bytes, dict[bytes, tuple[int, int]]] = {}
+        #: Child keys of the ``X`` records of the crashed run's pending requests: each passes
+        #: the URL filter once (:meth:`take_pass`).
+        self.passes: set[bytes] = set()
+        self._warned: set[str] = set()  # the kinds of value logged at WARNING already
         self._dead_bytes = 0
         self._open = False
 
     def open(self) -> None:
         """Replay the journal: what is pending, and whether the last run ended cleanly."""
         pending: dict[bytes, bytes] = {}
+        marks: dict[tuple[bytes, bytes], None] = {}
         clean = True  # an empty journal: a first run, or a clean close with nothing pending
         for payload in self.journal.open():
             kind = payload[:1]
@@ -149,6 +184,9 @@ class Frontier:
                 clean = False
             elif kind == b"D" and len(payload) == 1 + _FP:
                 pending.pop(payload[1:], None)
+                clean = False
+            elif kind == b"X" and len(payload) == 1 + 2 * _FP:
+                marks[payload[1 : 1 + _FP], payload[1 + _FP :]] = None
                 clean = False
             elif payload == b"C":
                 clean = True
@@ -168,9 +206,22 @@ class Frontier:
         # a crash at any point of this run must re-queue what is pending.
         # It starts with an "R": a crash of this run is told from a clean close even when
         # no request gets journaled (a spider of start_urls, all sent with dont_filter).
-        spans = self.journal.rewrite([RUN, *(_q_record(fp, data) for fp, data in pending.items())])
+        # The X records of requests still pending are kept (those of done ones dropped): a
+        # crash later in this run must still let their children through.
+        kept = [(parent, child) for parent, child in marks if parent in pending]
+        spans = self.journal.rewrite(
+            [
+                RUN,
+                *(_q_record(fp, data) for fp, data in pending.items()),
+                *(b"X" + parent + child for parent, child in kept),
+            ]
+        )
         self._run_span = spans[0]
-        self._live = dict(zip(pending, spans[1:], strict=True))
+        self._live = dict(zip(pending, spans[1 : 1 + len(pending)], strict=True))
+        self._marks = {}
+        for (parent, child), span in zip(kept, spans[1 + len(pending) :], strict=True):
+            self._marks.setdefault(parent, {})[child] = span
+        self.passes = {child for _, child in kept} if self.crashed else set()
         self._dead_bytes = 0
         self._open = True
 
@@ -225,8 +276,7 @@ class Frontier:
         try:
             data = request_to_json(request, getattr(self.crawler, "spider", None))
         except (AttributeError, TypeError, ValueError) as exc:
-            self._inc("neardup/frontier/unserializable")
-            logger.debug("scrapy-neardup: request %s not journaled: %r", request, exc)
+            self._unjournaled(request, fingerprint, exc)
             return
         hex_fp = fingerprint.hex()
         meta[FRONTIER_META] = hex_fp
@@ -234,14 +284,66 @@ class Frontier:
         offset = self.journal.append(record)
         # Its older Q (a URL queued again after clear_urls) is superseded by this one.
         live = self._live
-        old = live.get(fingerprint)
-        old_length = old[1] if old is not None else self._done.pop(fingerprint, None)
-        if old_length is not None:
-            self._dead_bytes += old_length
+        old = live.get(fingerprint) or self._done.pop(fingerprint, None)
+        if old is not None:
+            self._dead_bytes += old[1]
         live[fingerprint] = (offset, FRAME_OVERHEAD + len(record))
         if previous and previous != hex_fp:
             # A redirect: the new request (journaled just now) takes over from the old one.
             self.done_hex(previous)
+
+    def _unjournaled(self, request: Request, fingerprint: bytes, exc: Exception) -> None:
+        """``request`` cannot be journaled: the request whose response yielded it stays
+        pending (:meth:`_pin`), so that a crash crawls that one again, and it again."""
+        self._inc("neardup/frontier/unserializable")
+        parent = _raw_fp(request.meta.get(PARENT_META))
+        kept = parent is not None and self._pin(parent, fingerprint)
+        kind = getattr(exc, "kind", None) or type(exc).__name__
+        if kind in self._warned:
+            log = logger.debug
+        else:
+            self._warned.add(kind)
+            log = logger.warning
+        log(
+            "scrapy-neardup: request %s not journaled (%s): %s (counted in "
+            "neardup/frontier/unserializable; the next of this kind are logged at DEBUG)",
+            request,
+            exc,
+            "the request that yielded it stays pending, so that a crash crawls it again"
+            if kept
+            else "a crash would lose it, unless it is a start request the spider sends again",
+        )
+
+    def _pin(self, parent: bytes, child: bytes) -> bool:
+        """Keep ``parent`` pending for the rest of this run, and journal ``X``: after a crash
+        it is crawled again, and its child ``child`` (a request key) passes the URL filter
+        once. False when ``parent`` is not pending (done and written, or never journaled)."""
+        if parent not in self._pinned:
+            span = self._done.pop(parent, None)  # done, its D not written yet: pending again
+            if span is not None:
+                self._live[parent] = span
+            if parent not in self._live:
+                return False
+            self._pinned.add(parent)
+        marks = self._marks.setdefault(parent, {})
+        if child not in marks:  # reaches the OS before the child's URL (see schedule)
+            record = b"X" + parent + child
+            marks[child] = (self.journal.append(record), FRAME_OVERHEAD + len(record))
+        return True
+
+    def pinned(self, fp: str) -> bool:
+        """Whether the request of hex fingerprint ``fp`` is kept pending for this run."""
+        raw = _raw_fp(fp)
+        return raw is not None and raw in self._pinned
+
+    def take_pass(self, key: bytes) -> bool:
+        """Whether the request of key ``key`` passes the URL filter (once): the crashed run
+        could not journal it, and kept the request that yielded it pending instead."""
+        if key in self.passes:
+            self.passes.discard(key)
+            self._inc("neardup/frontier/passed")
+            return True
+        return False
 
     def done(self, request: Request) -> None:
         """The request's response went through the spider, and its items through the
@@ -252,13 +354,12 @@ class Frontier:
             self.done_hex(fp)
 
     def done_hex(self, fp: str) -> None:
-        try:
-            raw = bytes.fromhex(fp)
-        except (TypeError, ValueError):
+        raw = _raw_fp(fp)
+        if raw is None or raw in self._pinned:  # pinned: it yielded an unjournaled request
             return
-        live = self._live.pop(raw, None) if len(raw) == _FP else None
+        live = self._live.pop(raw, None)
         if live is not None:  # else never journaled (unserialisable), or done already
-            self._done[raw] = live[1]
+            self._done[raw] = live
             if self.journal.flush_interval == 0:  # every record synced: this one too, now
                 self.sync()
 
@@ -272,9 +373,12 @@ class Frontier:
             if self.before_done is not None:
                 self.before_done()
             sync_feeds(self.crawler)
-            for fp, length in self._done.items():
+            for fp, span in self._done.items():
                 self.journal.append(b"D" + fp)
-                self._dead_bytes += length + FRAME_OVERHEAD + 1 + _FP
+                self._dead_bytes += span[1] + FRAME_OVERHEAD + 1 + _FP
+                marks = self._marks.pop(fp, None)  # X records of the crashed run: dead now
+                if marks:
+                    self._dead_bytes += sum(length for _, length in marks.values())
             self._done.clear()
         self.journal.sync()
         if self._dead_bytes > max(COMPACT_MIN_BYTES, self.journal.tell() - self._dead_bytes):
@@ -283,10 +387,15 @@ class Frontier:
     def _compact(self) -> None:
         """Rewrite the journal with the pending requests only (their records are copied).
         Only after :meth:`sync`: the ``D`` of every request left out is durable."""
-        frames = self.journal.read_frames([self._run_span, *self._live.values()])
-        offsets = self.journal.rewrite_frames(frames)
+        live = self._live
+        marks = [(p, c, span) for p, m in self._marks.items() if p in live for c, span in m.items()]
+        spans = [self._run_span, *live.values(), *(span for _, _, span in marks)]
+        offsets = self.journal.rewrite_frames(self.journal.read_frames(spans))
         self._run_span = offsets[0]
-        self._live = dict(zip(self._live, offsets[1:], strict=True))
+        self._live = dict(zip(live, offsets[1 : 1 + len(live)], strict=True))
+        self._marks = {}
+        for (parent, child, _), span in zip(marks, offsets[1 + len(live) :], strict=True):
+            self._marks.setdefault(parent, {})[child] = span
         self._dead_bytes = 0
 
     def redelivers(self, item: Any, key: str) -> bool:
@@ -320,6 +429,15 @@ class Frontier:
 
 def _q_record(fingerprint: bytes, data: bytes) -> bytes:
     return b"Q" + fingerprint + _FORMAT_BYTE + data
+
+
+def _raw_fp(fp: Any) -> bytes | None:
+    """The fingerprint of a hex string in meta; None for anything else."""
+    try:
+        raw = bytes.fromhex(fp)
+    except (TypeError, ValueError):
+        return None
+    return raw if len(raw) == _FP else None
 
 
 # -- feed exports ---------------------------------------------------------------------------
@@ -382,7 +500,13 @@ _CANNOT_SYNC = frozenset({errno.EINVAL, errno.EROFS, errno.ENOTSUP})
 
 # -- requests as JSON -----------------------------------------------------------------------
 
-_TAGS = frozenset(("__bytes__", "__tuple__", "__set__", "__frozenset__", "__dict__", "__item__"))
+_TAGS = frozenset(
+    (
+        "__bytes__", "__tuple__", "__set__", "__frozenset__", "__dict__", "__item__",
+        "__datetime__", "__date__", "__time__", "__timedelta__", "__decimal__", "__uuid__",
+        "__dataclass__", "__attrs__",
+    )
+)  # fmt: skip
 # JSON's own values: written as they are, without a call (most of a request is these).
 _SCALARS = frozenset((str, int, bool, type(None)))
 _CONTAINERS = frozenset((dict, list))
@@ -479,7 +603,7 @@ _PLAIN_FIELDS = operator.attrgetter(
     "dont_filter", "_headers", "_cookies", "_flags", "_cb_kwargs",
 )  # fmt: skip
 #: This plugin's request meta, never journaled: it is about this run's copy of the request.
-_INTERNAL_META = frozenset((FRONTIER_META, RECOVERED_META, CHECKED_META))
+_INTERNAL_META = frozenset((FRONTIER_META, RECOVERED_META, CHECKED_META, PARENT_META))
 
 
 def _to_dict(request: Request, spider: Any) -> dict[str, Any]:
@@ -531,6 +655,14 @@ def request_from_json(data: bytes, spider: Any = None) -> Request:
     return request_from_dict(d, spider=spider)
 
 
+class Unjournalable(TypeError):
+    """A value of a type the journal cannot hold (:attr:`kind` names the type)."""
+
+    def __init__(self, kind: type, why: str = "") -> None:
+        self.kind = f"{kind.__module__}.{kind.__qualname__}"
+        super().__init__(f"a {self.kind}{why} cannot be journaled")
+
+
 def _encode(obj: Any, any_float: bool = False) -> Any:
     kind = type(obj)
     if kind in _SCALARS:
@@ -559,11 +691,97 @@ def _encode(obj: Any, any_float: bool = False) -> Any:
         return {"__tuple__": [_encode(v, any_float) for v in obj]}
     if kind in (set, frozenset):
         return {f"__{kind.__name__}__": [_encode(v, any_float) for v in obj]}
+    return _encode_other(obj, kind, any_float)
+
+
+def _encode_other(obj: Any, kind: type, any_float: bool) -> Any:
+    """The values of :func:`_encode` that are not JSON's own: subclasses of the builtins
+    (written as their base: lxml's ``_ElementUnicodeResult`` as a str, an ``IntEnum`` as an
+    int, an ``OrderedDict`` as a dict, a named tuple as a tuple), the standard library's
+    dates, times, decimals and UUIDs, and items (``scrapy.Item``, dataclass and attrs
+    instances) of a class that can be found again by its name."""
+    if isinstance(obj, str):
+        return str.__str__(obj)  # a plain str of the same characters
+    if isinstance(obj, int):  # bool cannot be subclassed: an int subclass
+        return int.__int__(obj)
+    if isinstance(obj, float):
+        return _encode(float.__float__(obj), any_float)
+    if isinstance(obj, (bytes, bytearray)):
+        return {"__bytes__": base64.b64encode(obj).decode("ascii")}
+    if isinstance(obj, dict):
+        return _encode(dict(obj), any_float)
+    if isinstance(obj, list):
+        return _encode(list(obj), any_float)
+    if isinstance(obj, tuple):
+        return {"__tuple__": [_encode(v, any_float) for v in obj]}
+    if isinstance(obj, frozenset):
+        return {"__frozenset__": [_encode(v, any_float) for v in obj]}
+    if isinstance(obj, set):
+        return {"__set__": [_encode(v, any_float) for v in obj]}
+    if isinstance(obj, datetime.datetime):
+        zone = _zone_key(obj.tzinfo)
+        if zone is None and not obj.fold:
+            return {"__datetime__": obj.isoformat()}
+        return {"__datetime__": [obj.isoformat(), zone, obj.fold]}
+    if isinstance(obj, datetime.date):
+        return {"__date__": obj.isoformat()}
+    if isinstance(obj, datetime.time):
+        return {"__time__": [obj.isoformat(), obj.fold] if obj.fold else obj.isoformat()}
+    if isinstance(obj, datetime.timedelta):
+        return {"__timedelta__": [obj.days, obj.seconds, obj.microseconds]}
+    if isinstance(obj, decimal.Decimal):
+        return {"__decimal__": str(obj)}
+    if isinstance(obj, uuid.UUID):
+        return {"__uuid__": str(obj)}
     from scrapy import Item
 
     if isinstance(obj, Item):
-        return {"__item__": [kind.__module__, kind.__qualname__, _encode(dict(obj), any_float)]}
-    raise TypeError(f"a {kind.__name__} cannot be journaled")
+        return {"__item__": [*_class_path(kind), _encode(dict(obj), any_float)]}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        names = _dataclass_fields(kind)
+        fields = {name: getattr(obj, name) for name, _ in names}
+        return {"__dataclass__": [*_class_path(kind), _encode(fields, any_float)]}
+    attr = sys.modules.get("attr")  # an attrs instance has it imported
+    if attr is not None and attr.has(kind):
+        fields = {a.name: getattr(obj, a.name) for a in attr.fields(kind)}
+        return {"__attrs__": [*_class_path(kind), _encode(fields, any_float)]}
+    raise Unjournalable(kind)
+
+
+def _zone_key(tzinfo: Any) -> str | None:
+    """The IANA name of a ``zoneinfo.ZoneInfo`` (kept with its offset), else None."""
+    zoneinfo = sys.modules.get("zoneinfo")
+    if zoneinfo is not None and isinstance(tzinfo, zoneinfo.ZoneInfo):
+        return tzinfo.key
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _class_path(cls: type) -> tuple[str, str]:
+    """``(module, qualname)`` of an item class, which :func:`_imported_class` finds again
+    (Unjournalable else: a class made in a function cannot be found by its name)."""
+    module, qualname = cls.__module__, cls.__qualname__
+    try:
+        found = _imported_class(f"{module}.{qualname}", module)
+    except ValueError:
+        found = None
+    if found is not cls:
+        raise Unjournalable(cls, " (not found by its name)")
+    return module, qualname
+
+
+@functools.lru_cache(maxsize=256)
+def _dataclass_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """A dataclass's fields: (name, passed to ``__init__``). Unjournalable when its
+    ``__init__`` takes an ``InitVar`` without a default, which no field holds."""
+    for f in getattr(cls, "__dataclass_fields__", {}).values():
+        if (
+            getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", False)
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        ):
+            raise Unjournalable(cls, " (an InitVar without a default)")
+    return tuple((f.name, f.init) for f in dataclasses.fields(cls))
 
 
 def _decode(obj: Any) -> Any:
@@ -576,23 +794,99 @@ def _decode(obj: Any) -> Any:
     if len(obj) != 1:
         raise ValueError(f"a tag among other keys: {sorted(obj)[:5]}")
     ((tag, value),) = obj.items()
-    if tag == "__bytes__":
-        return base64.b64decode(value, validate=True)
-    if tag == "__tuple__":
-        return tuple(_decode(value))
-    if tag == "__set__":
-        return set(_decode(value))
-    if tag == "__frozenset__":
-        return frozenset(_decode(value))
-    if tag == "__dict__":
-        return {_decode(k): _decode(v) for k, v in value}
+    decode = _DECODERS.get(tag)
+    if decode is None:  # "__item__", "__dataclass__", "__attrs__"
+        return _decode_item(tag, value)
+    return decode(value)
+
+
+def _decode_datetime(value: Any) -> datetime.datetime:
+    if isinstance(value, str):
+        return datetime.datetime.fromisoformat(value)
+    text, zone, fold = value
+    found = datetime.datetime.fromisoformat(text)
+    if zone is not None:
+        zoneinfo = sys.modules.get("zoneinfo")
+        if zoneinfo is None:
+            import zoneinfo  # the standard library's (it reads the system's zone files)
+        # Its wall time in its zone (the offset written is that zone's at that time).
+        found = found.replace(tzinfo=zoneinfo.ZoneInfo(_text(zone)))
+    return found.replace(fold=1 if fold else 0)  # which of a repeated hour
+
+
+def _decode_time(value: Any) -> datetime.time:
+    if isinstance(value, str):
+        return datetime.time.fromisoformat(value)
+    text, fold = value
+    return datetime.time.fromisoformat(text).replace(fold=1 if fold else 0)
+
+
+def _decode_timedelta(value: Any) -> datetime.timedelta:
+    days, seconds, microseconds = value
+    if not all(type(v) is int for v in value):
+        raise ValueError(f"not a timedelta: {value!r}")
+    return datetime.timedelta(days=days, seconds=seconds, microseconds=microseconds)
+
+
+_DECODERS: dict[str, Callable[[Any], Any]] = {
+    "__bytes__": lambda value: base64.b64decode(value, validate=True),
+    "__tuple__": lambda value: tuple(_decode(value)),
+    "__set__": lambda value: set(_decode(value)),
+    "__frozenset__": lambda value: frozenset(_decode(value)),
+    "__dict__": lambda value: {_decode(k): _decode(v) for k, v in value},
+    "__datetime__": _decode_datetime,
+    "__date__": datetime.date.fromisoformat,
+    "__time__": _decode_time,
+    "__timedelta__": _decode_timedelta,
+    "__decimal__": lambda value: decimal.Decimal(_text(value)),
+    "__uuid__": lambda value: uuid.UUID(_text(value)),
+}
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"not a string: {value!r}")
+    return value
+
+
+def _decode_item(tag: str, value: Any) -> Any:
+    """An item of a class looked up in the modules already imported, and checked to be of
+    the kind its tag says before it is made: a ``scrapy.Item``, a dataclass, an attrs class."""
     from scrapy import Item
 
     module, qualname, fields = value
     cls = _imported_class(f"{module}.{qualname}", module)
-    if not issubclass(cls, Item):
-        raise ValueError(f"{module}.{qualname} is not a scrapy.Item subclass")
-    return cls(_decode(fields))
+    fields = _decode(fields)
+    if not isinstance(fields, dict) or not all(isinstance(k, str) for k in fields):
+        raise ValueError(f"the fields of a {module}.{qualname} are not an object")
+    if tag == "__item__":
+        if not issubclass(cls, Item):
+            raise ValueError(f"{module}.{qualname} is not a scrapy.Item subclass")
+        return cls(fields)
+    if tag == "__dataclass__":
+        if not dataclasses.is_dataclass(cls):
+            raise ValueError(f"{module}.{qualname} is not a dataclass")
+        names = {name: name if passed else None for name, passed in _dataclass_fields(cls)}
+    else:
+        attr = sys.modules.get("attr")
+        if attr is None or not attr.has(cls):
+            raise ValueError(f"{module}.{qualname} is not an attrs class")
+        names = {
+            a.name: (getattr(a, "alias", None) or a.name.lstrip("_")) if a.init else None
+            for a in attr.fields(cls)
+        }
+    if not fields.keys() <= names.keys():
+        raise ValueError(f"not fields of {module}.{qualname}: {sorted(fields - names.keys())}")
+    return _made(cls, {names[k]: v for k, v in fields.items() if names[k]}, fields)
+
+
+def _made(cls: type, arguments: dict[str, Any], fields: dict[str, Any]) -> Any:
+    """``cls(**arguments)``, then every field set as it was written (what ``__post_init__``
+    or a converter made of them aside): the instance equals the one journaled."""
+    obj = cls(**arguments)
+    for name, value in fields.items():
+        object.__setattr__(obj, name, value)
+    return obj
 
 
 def _imported_class(path: Any, module: str | None = None) -> type:

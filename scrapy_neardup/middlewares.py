@@ -16,7 +16,7 @@ from w3lib.url import safe_url_string
 from scrapy_neardup.dupefilter import ANSWERED_META, CHECKED_META
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.extraction import Extracted, PageLimitError
-from scrapy_neardup.frontier import FRONTIER_META, RECOVERED_META
+from scrapy_neardup.frontier import FRONTIER_META, PARENT_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState, PageText, freeze_startup_objects
 from scrapy_neardup.twisted_futures import await_future, call_soon
 from scrapy_neardup.urls import site_of
@@ -401,15 +401,32 @@ class FrontierMiddleware:
     ) -> AsyncIterator[Any]:
         request = response.request
         frontier = self.state.frontier
-        if frontier is None or request is None or not request.meta.get(FRONTIER_META):
+        meta = request.meta if request is not None and frontier is not None else None
+        parent = meta.get(FRONTIER_META) if meta else None
+        if not parent:
+            # Not journaled. If the frontier kept the request that yielded it pending (it
+            # could not journal this one), that request answers for what this one yields.
+            anchor = meta.get(PARENT_META) if meta else None
+            if anchor and frontier.pinned(anchor):
+                async for obj in result:
+                    if isinstance(obj, Request):
+                        obj.meta[PARENT_META] = anchor
+                    yield obj
+                return
             async for obj in result:
                 yield obj
             return
         output = self._outputs.setdefault(id(response), _Output(response))
-        recovered = request.meta.get(RECOVERED_META) == request.url
+        recovered = meta.get(RECOVERED_META) == request.url
         try:
             async for obj in result:
-                if is_item(obj):
+                if isinstance(obj, Request):
+                    # The frontier keeps this request pending if it cannot journal that one.
+                    child = obj.meta
+                    child[PARENT_META] = parent
+                    if child.get(FRONTIER_META) == parent:  # response.meta copied into it
+                        del child[FRONTIER_META]  # (taken for a redirect, it would be done)
+                elif is_item(obj):
                     output.items += 1
                     if recovered:
                         frontier.recovered_items[id(obj)] = obj

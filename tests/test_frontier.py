@@ -3,26 +3,42 @@ the items are in the feed files, and JSON that runs no code when it is read back
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import decimal
+import enum
 import json
+import logging
 import math
 import os
 import pickle
 import sys
+import uuid
+from collections import OrderedDict, defaultdict, namedtuple
 from pathlib import Path
 from typing import Any
 
 import pytest
 import scrapy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scrapy import FormRequest, Request
 from scrapy.extensions.feedexport import FeedExporter
+from scrapy.http import HtmlResponse, JsonRequest
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, Rule, SitemapSpider
 from scrapy.utils.test import get_crawler
 
 from scrapy_neardup import frontier as frontier_module
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.frontier import (
     FRONTIER_JOURNAL,
+    FRONTIER_META,
+    PARENT_META,
+    RECOVERED_META,
     REQUEST_FORMAT,
     Frontier,
+    Unjournalable,
     request_from_json,
     request_to_json,
 )
@@ -124,7 +140,6 @@ def test_the_plugins_own_meta_is_not_journaled_and_is_set_again(tmp_path) -> Non
     entry, a re-queue): a journaled request is written without them, and a re-queued one
     carries its own. A redirect's request, whose meta Scrapy copies, takes over the entry."""
     from scrapy_neardup.dupefilter import CHECKED_META
-    from scrapy_neardup.frontier import FRONTIER_META, RECOVERED_META
 
     frontier = Frontier(tmp_path, flush_interval=0)
     frontier.open()
@@ -461,6 +476,8 @@ def trap(tmp_path, monkeypatch) -> Path:
         "import scrapy\n"
         "class Evil(scrapy.Request):\n    pass\n"
         "class EvilItem(scrapy.Item):\n    pass\n"
+        "import dataclasses\n"
+        "@dataclasses.dataclass\nclass EvilData:\n    x: int = 0\n"
     )
     (tmp_path / "neardup_trap.py").write_text(code)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -476,7 +493,27 @@ def trap(tmp_path, monkeypatch) -> Path:
             "url": "https://example.com/",
             "meta": {"x": {"__item__": ["neardup_trap", "EvilItem", {}]}},
         },
+        {
+            "url": "https://example.com/",
+            "meta": {"x": {"__dataclass__": ["neardup_trap", "EvilData", {}]}},
+        },
+        {
+            "url": "https://example.com/",
+            "meta": {"x": {"__attrs__": ["neardup_trap", "EvilData", {}]}},
+        },
         {"url": "https://example.com/", "_class": "os.system"},  # imported, not a Request
+        # imported, not of the kind the tag says: never made
+        {
+            "url": "https://example.com/",
+            "meta": {"x": {"__dataclass__": ["subprocess", "Popen", {}]}},
+        },
+        {"url": "https://example.com/", "meta": {"x": {"__attrs__": ["subprocess", "Popen", {}]}}},
+        {"url": "https://example.com/", "meta": {"x": {"__item__": ["subprocess", "Popen", {}]}}},
+        # a dataclass, with a field it does not have
+        {
+            "url": "https://example.com/",
+            "meta": {"x": {"__dataclass__": [__name__, "Product", {"__class__": "x"}]}},
+        },
         {"url": "https://example.com/", "_class": "subprocess.Popen"},
     ],
 )
@@ -561,3 +598,524 @@ def test_a_crash_is_told_from_a_clean_close_with_no_request_journaled(tmp_path) 
     third.open()
     assert third.ended_cleanly
     third.close()
+
+
+# -- what a request holds: every kind of value users put in one -----------------------------
+
+
+def same(copy: Any, original: Any) -> bool:
+    """Equal, and of the type the journal gives back: the builtin base of a subclass, a dict
+    for a dict subclass, an exact type for the rest; a datetime in the same zone."""
+    base = _base_type(original)
+    if type(copy) is not base:
+        return False
+    if base in (list, tuple):
+        return len(copy) == len(original) and all(map(same, copy, original))
+    if base is dict:
+        return copy.keys() == original.keys() and all(same(copy[k], original[k]) for k in copy)
+    if base is float and math.isnan(original):
+        return math.isnan(copy)
+    if base is decimal.Decimal:
+        return str(copy) == str(original)
+    if base in (datetime.datetime, datetime.time):
+        return (
+            copy == original
+            and copy.utcoffset() == original.utcoffset()
+            and str(copy.tzinfo) == str(original.tzinfo)
+            and copy.fold == original.fold
+        )
+    if dataclasses.is_dataclass(original):
+        return all(
+            same(getattr(copy, f.name), getattr(original, f.name))
+            for f in dataclasses.fields(original)
+        )
+    return copy == original
+
+
+def _base_type(value: Any) -> type:
+    for base in (bool, str, int, float, bytes, dict, list, tuple, frozenset, set):
+        if isinstance(value, base):
+            return base
+    if isinstance(value, bytearray):
+        return bytes
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        for base in (datetime.datetime, datetime.date, datetime.time):
+            if isinstance(value, base):
+                return base
+    return type(value)
+
+
+def round_trip(value: Any, spider: Any = None) -> tuple[Any, Any]:
+    """``value`` in a request's meta and keyword arguments, journaled and read back."""
+    original = Request("https://example.com/", meta={"v": value}, cb_kwargs={"v": value})
+    copy = request_from_json(request_to_json(original, spider), spider)
+    return copy.meta["v"], copy.cb_kwargs["v"]
+
+
+offsets = st.timedeltas(
+    min_value=datetime.timedelta(hours=-23, minutes=-59),
+    max_value=datetime.timedelta(hours=23, minutes=59),
+).map(lambda d: datetime.timezone(datetime.timedelta(minutes=d // datetime.timedelta(minutes=1))))
+zones = st.none() | offsets
+hashable = (
+    st.text()
+    | st.binary()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.booleans()
+    | st.none()
+    | st.datetimes(timezones=zones)
+    | st.dates()
+    | st.times(timezones=zones)
+    | st.timedeltas()
+    | st.decimals(allow_nan=False)
+    | st.uuids()
+)
+values = st.recursive(
+    hashable,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=4).map(tuple)
+        | st.dictionaries(st.text(max_size=12) | st.integers(), inner, max_size=4)
+        | st.frozensets(hashable, max_size=4)
+        | st.sets(hashable, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values)
+def test_every_kind_of_value_round_trips(value: Any) -> None:
+    for copy in round_trip(value):
+        assert same(copy, value), (copy, value)
+
+
+def test_values_beyond_json_round_trip_with_their_types() -> None:
+    from zoneinfo import ZoneInfo
+
+    paris = ZoneInfo("Europe/Paris")
+    cases = [
+        datetime.datetime(2024, 3, 1, 12, 30, 5, 123456, tzinfo=datetime.timezone.utc),
+        datetime.datetime(2024, 3, 1, 12, 30, tzinfo=paris),
+        datetime.datetime(2024, 10, 27, 2, 30, tzinfo=paris, fold=1),  # the repeated hour
+        datetime.datetime(2024, 3, 31, 2, 30, tzinfo=paris),  # an hour that never was
+        datetime.datetime(1, 1, 1),
+        datetime.date(1999, 12, 31),
+        datetime.time(23, 59, 59, 999999, tzinfo=datetime.timezone(datetime.timedelta(hours=-3))),
+        datetime.timedelta(days=-3, microseconds=7),
+        decimal.Decimal("-0.000"),
+        decimal.Decimal("NaN"),
+        decimal.Decimal("-Infinity"),
+        decimal.Decimal("1E+999999"),
+        uuid.uuid4(),
+        {"__datetime__": "a key that looks like a tag", 2: b"x"},
+        float("nan"),
+    ]
+    for value in cases:
+        for copy in round_trip(value):
+            assert same(copy, value), (copy, value)
+    copy, _ = round_trip(cases[2])
+    assert (
+        copy.tzinfo is paris and copy.fold == 1 and copy.utcoffset() == datetime.timedelta(0, 3600)
+    )
+
+
+class Colour(enum.IntEnum):
+    RED = 1
+
+
+class Shade(enum.StrEnum):
+    DARK = "dark"
+
+
+class Weight(float):
+    pass
+
+
+class Raw(bytes):
+    pass
+
+
+Point = namedtuple("Point", "x y")
+
+
+def test_subclasses_of_the_builtins_are_written_as_their_base() -> None:
+    cases = [
+        (Colour.RED, 1),
+        (Shade.DARK, "dark"),
+        (Weight(0.25), 0.25),
+        (Raw(b"\x00\xff"), b"\x00\xff"),
+        (bytearray(b"ab"), b"ab"),
+        (OrderedDict([("b", 1), ("a", 2)]), {"b": 1, "a": 2}),
+        (defaultdict(list, {"a": [1]}), {"a": [1]}),
+        (Point(1, 2), (1, 2)),
+        ({Colour.RED: Shade.DARK}, {1: "dark"}),
+    ]
+    for value, expected in cases:
+        for copy in round_trip(value):
+            assert copy == expected and type(copy) is type(expected), (copy, value)
+    assert list(round_trip(OrderedDict([("b", 1), ("a", 2)]))[0]) == ["b", "a"]
+
+
+def test_link_text_from_lxml_is_journaled_as_a_str() -> None:
+    import lxml.html
+
+    text = lxml.html.fromstring("<p><a href='/x'>Read more</a></p>").xpath("//a/text()")[0]
+    assert type(text).__name__ == "_ElementUnicodeResult"
+    for copy in round_trip(text):
+        assert copy == "Read more" and type(copy) is str
+    for copy in round_trip({"link_text": text, "texts": [text], "pair": (text, 1)}):
+        assert same(
+            copy, {"link_text": "Read more", "texts": ["Read more"], "pair": ("Read more", 1)}
+        )
+
+
+# -- requests of Scrapy's spiders and request classes -----------------------------------------
+
+
+class Crawling(CrawlSpider):
+    name = "crawling"
+    rules = (
+        Rule(LinkExtractor(allow=r"/item/"), callback="parse_item"),
+        Rule(LinkExtractor(deny=r"/item/"), follow=True),
+    )
+
+    def parse_item(self, response: Any) -> None:
+        pass
+
+
+LINKS = (
+    b"<html><body><a href='/item/1'>First <b>item</b></a> <a href='/item/2'>Second</a>"
+    b"<a href='/list?page=2'>Next page</a> <a href='/about'></a></body></html>"
+)
+
+
+def test_a_crawlspiders_requests_are_journaled_and_read_back() -> None:
+    spider = Crawling.from_crawler(get_crawler(Crawling))
+    response = HtmlResponse("https://example.com/", body=LINKS, encoding="utf-8")
+    requests = list(spider._requests_to_follow(response))
+    assert len(requests) == 4
+    assert any(type(r.meta["link_text"]) is not str for r in requests)  # lxml's
+    for original in requests:
+        copy = request_from_json(request_to_json(original, spider), spider)
+        assert copy.callback == spider._callback and copy.errback == spider._errback
+        assert copy.meta == original.meta and type(copy.meta["link_text"]) is str
+        assert copy.to_dict(spider=spider) == original.to_dict(spider=spider)
+
+
+def test_sitemap_spider_requests_and_callbacks_with_arguments_round_trip() -> None:
+    sitemap = SitemapSpider(name="sitemap", sitemap_urls=["https://example.com/sitemap.xml"])
+    pages = Pages()
+    cases = [
+        (Request("https://example.com/sitemap.xml", callback=sitemap._parse_sitemap), sitemap),
+        (
+            Request(
+                "https://example.com/a",
+                callback=pages.parse_page,
+                errback=pages.failed,
+                cb_kwargs={"when": datetime.date(2024, 1, 2), "n": Colour.RED},
+            ),
+            pages,
+        ),
+    ]
+    for original, spider in cases:
+        copy = request_from_json(request_to_json(original, spider), spider)
+        assert copy.callback == original.callback and copy.errback == original.errback
+        assert copy.cb_kwargs == original.cb_kwargs
+
+
+def test_form_and_json_requests_keep_their_class_and_arguments() -> None:
+    form = FormRequest(
+        "https://example.com/login", formdata={"user": "ü", "pass": "x"}, callback=Pages().failed
+    )
+    as_json = JsonRequest(
+        "https://example.com/api",
+        data={"b": [1, 2], "a": None},
+        dumps_kwargs={"sort_keys": True, "indent": 1},
+        meta={"stamp": datetime.datetime(2024, 5, 6, tzinfo=datetime.timezone.utc)},
+    )
+    spider = Pages()
+    for original in (form, as_json):
+        copy = request_from_json(request_to_json(original, spider), spider)
+        assert type(copy) is type(original)
+        assert copy.body == original.body and copy.method == original.method
+        assert copy.headers == original.headers and copy.meta == original.meta
+    copy = request_from_json(request_to_json(as_json))
+    assert copy._dumps_kwargs == as_json._dumps_kwargs == {"sort_keys": True, "indent": 1}
+
+
+# -- items in meta: dataclasses and attrs classes ----------------------------------------------
+
+
+@dataclasses.dataclass
+class Product:
+    name: str
+    price: decimal.Decimal
+    tags: tuple = ()
+    seen: datetime.datetime | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Frozen:
+    key: bytes
+    count: int = dataclasses.field(default=0)
+    derived: str = dataclasses.field(init=False, default="")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "derived", f"made-{self.count}")
+
+
+@dataclasses.dataclass
+class Nested:
+    product: Product
+    items: list = dataclasses.field(default_factory=list)
+
+
+try:
+    import attrs
+
+    @attrs.define
+    class Offer:
+        url: str
+        _secret: str = "s"
+        when: datetime.date | None = None
+
+    @attrs.frozen
+    class FrozenOffer:
+        offer: Offer
+        count: int = attrs.field(converter=int, default=0)
+
+except ImportError:  # attrs is optional
+    attrs = None
+
+
+def test_dataclass_items_round_trip() -> None:
+    product = Product("pen", decimal.Decimal("1.50"), ("a",), datetime.datetime(2024, 1, 1))
+    frozen = Frozen(b"k", 3)
+    object.__setattr__(frozen, "derived", "changed after __post_init__")
+    nested = Nested(product, [frozen, Article(url="https://example.com/a")])
+    for value in (product, frozen, nested):
+        for copy in round_trip(value):
+            assert type(copy) is type(value) and copy == value
+    copy, _ = round_trip(frozen)
+    assert copy.derived == "changed after __post_init__"
+
+
+@pytest.mark.skipif(attrs is None, reason="attrs is not installed")
+def test_attrs_items_round_trip() -> None:
+    offer = Offer("https://example.com/o", "hidden", datetime.date(2024, 2, 29))
+    frozen = FrozenOffer(offer, 7)
+    for value in (offer, frozen, [offer, {"f": frozen}]):
+        for copy in round_trip(value):
+            assert copy == value
+    copy, _ = round_trip(frozen)
+    assert (
+        type(copy) is FrozenOffer and type(copy.offer) is Offer and copy.offer._secret == "hidden"
+    )
+
+
+def test_a_class_not_found_by_its_name_cannot_be_journaled() -> None:
+    @dataclasses.dataclass
+    class Local:
+        x: int = 0
+
+    @dataclasses.dataclass
+    class NeedsMore:
+        x: int
+        extra: dataclasses.InitVar[int]
+
+    for value in (Local(), NeedsMore(1, 2), object(), lambda: None):
+        with pytest.raises(Unjournalable):
+            request_to_json(Request("https://example.com/", meta={"v": value}))
+
+
+# -- a request that cannot be journaled keeps the one that yielded it pending ------------------
+
+
+def child_of(parent: Request, n: int, **meta: Any) -> tuple[Request, bytes]:
+    """A request yielded by ``parent``'s response, tagged as FrontierMiddleware tags it."""
+    child, fp = request(n)
+    child.meta.update(meta)
+    child.meta[PARENT_META] = parent.meta[FRONTIER_META]
+    return child, fp
+
+
+def test_an_unjournaled_child_keeps_its_parent_pending_through_a_crash(tmp_path, caplog) -> None:
+    import socket
+
+    from scrapy.statscollectors import MemoryStatsCollector
+
+    stats = MemoryStatsCollector(get_crawler())
+    frontier = Frontier(tmp_path, flush_interval=0, stats=stats)
+    frontier.open()
+    parent, parent_fp = request(1)
+    frontier.schedule(parent, parent_fp)
+    with socket.socket() as sock, caplog.at_level(logging.DEBUG, "scrapy_neardup.frontier"):
+        lost, lost_fp = child_of(parent, 2, sock=sock)
+        frontier.schedule(lost, lost_fp)
+        fine, fine_fp = child_of(parent, 3, link_text="plain")
+        frontier.schedule(fine, fine_fp)
+        other, other_fp = child_of(parent, 4, sock=sock)
+        frontier.schedule(other, other_fp)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "socket.socket" in warnings[0].getMessage()
+    assert lost.url in warnings[0].getMessage() and "stays pending" in warnings[0].getMessage()
+    assert "socket.socket" in caplog.records[-1].getMessage()  # the next one: DEBUG
+    assert stats.get_value("neardup/frontier/unserializable") == 2
+    assert FRONTIER_META not in lost.meta and fine.meta[FRONTIER_META] == fine_fp.hex()
+    frontier.done(fine)
+    frontier.done(parent)  # its output went through, but a child was not journaled
+    frontier.sync()
+    assert kinds(frontier.journal.path) == [b"Q", b"X", b"Q", b"X", b"D"]  # no D for it
+    frontier.journal.close()  # a crash
+
+    again = Frontier(tmp_path, flush_interval=0)
+    again.open()
+    assert again.crashed and again.passes == {lost_fp, other_fp}
+    assert [r.url for r in again.recover(spider=None)] == [parent.url]
+    assert kinds(again.journal.path) == [b"Q", b"X", b"X"]  # compacted, the marks kept
+    assert again.take_pass(lost_fp) and not again.take_pass(lost_fp)  # once
+    again.journal.close()
+
+
+def test_a_parent_whose_children_all_journaled_is_done_as_before(tmp_path) -> None:
+    frontier = Frontier(tmp_path, flush_interval=0)
+    frontier.open()
+    parent, parent_fp = request(1)
+    frontier.schedule(parent, parent_fp)
+    children = [child_of(parent, n, link_text="x", rule=0) for n in range(2, 5)]
+    for child, fp in children:
+        frontier.schedule(child, fp)
+        assert frontier_module._plain_to_json(child, None) is not None  # the fast path still
+    frontier.done(parent)
+    assert kinds(frontier.journal.path) == [b"Q"] * 4 + [b"D"]
+    frontier.journal.close()  # a crash
+    again = Frontier(tmp_path, flush_interval=0)
+    again.open()
+    assert sorted(r.url for r in again.recover(None)) == sorted(c.url for c, _ in children)
+    assert again.passes == set()
+    again.journal.close()
+
+
+def test_a_pinned_parent_is_pending_until_its_children_journal(tmp_path, monkeypatch) -> None:
+    """Compaction keeps the marks of pending requests; a clean close keeps them for a later
+    crash, without passes in between; once the parent is done, its marks go."""
+    monkeypatch.setattr(frontier_module, "COMPACT_MIN_BYTES", 16 * 1024)
+    frontier = Frontier(tmp_path, flush_interval=60)
+    frontier.open()
+    parent, parent_fp = request(1)
+    frontier.schedule(parent, parent_fp)
+    lost, lost_fp = child_of(parent, 2, when=object())
+    frontier.schedule(lost, lost_fp)
+    frontier.done(parent)
+    for n in range(3, 1000):  # enough done requests to compact the journal, several times
+        req, fp = request(n)
+        frontier.schedule(req, fp)
+        frontier.done(req)
+        if n % 50 == 0:
+            frontier.sync()
+    frontier.sync()
+    assert kinds(frontier.journal.path)[:2] == [b"Q", b"X"]  # compacted: the parent and its mark
+    assert (tmp_path / FRONTIER_JOURNAL).stat().st_size < 64 * 1024
+    frontier.close()  # clean: Scrapy's queue holds the rest
+
+    second = Frontier(tmp_path, flush_interval=0)
+    second.open()
+    assert not second.crashed and second.passes == set()  # no crash: nothing re-crawled
+    assert kinds(second.journal.path) == [b"Q", b"X"]
+    second.journal.close()  # this run crashes
+
+    third = Frontier(tmp_path, flush_interval=0)
+    third.open()
+    assert third.passes == {lost_fp}
+    (recovered,) = third.recover(None)
+    assert recovered.url == parent.url
+    third.take_pass(lost_fp)  # crawled again, it yields its child, which journals this time
+    child = Request(lost.url, meta={PARENT_META: recovered.meta[FRONTIER_META]})
+    third.schedule(child, lost_fp)
+    third.done(recovered)
+    third.close()
+    fourth = Frontier(tmp_path, flush_interval=0)
+    fourth.open()
+    assert kinds(fourth.journal.path) == [b"Q"]  # the child alone; the mark went with its parent
+    fourth.close()
+
+
+def jobdir_crawler(tmp_path: Path) -> Any:
+    crawler = get_crawler(
+        Pages,
+        settings_dict={
+            "JOBDIR": str(tmp_path / "job"),
+            "SPIDER_MIDDLEWARES": FRONTIER,
+            "NEARDUP_WORKERS": 0,
+            "NEARDUP_FLUSH_INTERVAL": 0,
+        },
+    )
+    crawler.spider = crawler.spidercls.from_crawler(crawler)
+    return crawler
+
+
+def test_after_a_crash_the_child_passes_the_url_filter_once(tmp_path) -> None:
+    from scrapy_neardup import NearDupDupeFilter
+
+    crawler = jobdir_crawler(tmp_path)
+    dupefilter = NearDupDupeFilter.from_crawler(crawler)
+    dupefilter.open()
+    state = dupefilter.state
+    parent = Request("https://example.com/list")
+    assert not dupefilter.request_seen(parent)
+    child = Request("https://example.com/item", meta={"when": object()})
+    child.meta[PARENT_META] = parent.meta[FRONTIER_META]
+    assert not dupefilter.request_seen(child)  # new: let through, not journaled
+    state.frontier.done(parent)
+    state.sync()
+    state._abandon()  # a SIGKILL: no snapshot, no "C"
+
+    crawler = jobdir_crawler(tmp_path)
+    dupefilter = NearDupDupeFilter.from_crawler(crawler)
+    dupefilter.open()
+    (recovered,) = dupefilter.state.frontier.recover(crawler.spider)
+    assert recovered.url == parent.url
+    assert not dupefilter.request_seen(recovered)  # re-queued: through once
+    again = Request("https://example.com/item", meta={"when": object()})
+    again.meta[PARENT_META] = recovered.meta[FRONTIER_META]  # yielded again by its parent
+    assert not dupefilter.request_seen(again)  # its pass
+    assert again.meta[RECOVERED_META] == again.url  # through the middleware's checks too
+    assert dupefilter.request_seen(Request("https://example.com/item"))  # once
+    assert dupefilter.state.stats.get_value("neardup/frontier/passed") == 1
+    dupefilter.close("finished")
+
+
+def test_the_middleware_tags_what_a_response_yields(tmp_path) -> None:
+    import asyncio
+
+    from scrapy_neardup.middlewares import FrontierMiddleware
+
+    crawler = jobdir_crawler(tmp_path)
+    state = NearDupState.from_crawler(crawler)
+    mw = FrontierMiddleware(state)
+    parent, parent_fp = request(1)
+    state.frontier.schedule(parent, parent_fp)
+    response = HtmlResponse(parent.url, body=b"<html></html>", request=parent)
+    copied = Request("https://example.com/copied", meta=dict(response.meta))
+    plain = Request("https://example.com/plain")
+
+    async def output() -> Any:
+        yield plain
+        yield copied
+        yield {"url": parent.url}
+
+    async def collect() -> list:
+        return [obj async for obj in mw.process_spider_output(response, output())]
+
+    assert len(asyncio.run(collect())) == 3
+    for child in (plain, copied):
+        assert child.meta[PARENT_META] == parent_fp.hex()
+    # response.meta copied into a request: it is not its parent's entry (not a redirect)
+    assert FRONTIER_META not in copied.meta
+    assert (
+        frontier_module._plain_to_json(plain, crawler.spider)
+        == b'{"url":"https://example.com/plain"}'
+    )
+    state.close()
