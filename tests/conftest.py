@@ -15,6 +15,17 @@ if str(EXAMPLE) not in sys.path:
 from demo_site import Site, build_site, serve  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
+#: Lines of figures the crash suite of spider kinds (tests/test_crash_kinds.py) reports.
+CRASH_FIGURES = pytest.StashKey[list[str]]()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    figures = terminalreporter.config.stash.get(CRASH_FIGURES, [])
+    if figures:
+        terminalreporter.section("crash figures: pages in the feed after SIGKILLs")
+        for line in figures:
+            terminalreporter.write_line(line)
+
 
 @pytest.fixture(scope="module")
 def site() -> Site:

@@ -2,7 +2,14 @@
 
     python tests/crash_runner.py '{"start_url": ..., "settings": {...}, "log": "items.jsonl"}'
 
-(``"spider"``: the import path of another spider class than the demo's.)
+(``"spider"``: the import path of another spider class than the demo's; ``"spider_args"``:
+more keyword arguments for it.)
+
+With ``"stop_at": N`` the run stops itself (``SIGSTOP``) right after it logged its N-th item
+(N = 0: when the spider opens, before any request), so that a test kills it there, at that
+event, however loaded the machine is: :func:`stopped` waits for it, :func:`kill_stopped`
+kills it. A test that waits for the N-th line and then kills would let the crawl go on
+meanwhile, and on a busy machine even finish.
 
 Every item's fate (kept or dropped, with the reason) is appended to ``log`` and fsynced as it
 happens, so what a run delivered before a SIGKILL is on disk; that stands in for a feed whose
@@ -13,8 +20,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +45,33 @@ def launch(args: dict[str, Any], stderr: Path, cwd: Path) -> subprocess.Popen:
         )
 
 
+def stopped(proc: subprocess.Popen, timeout: float = 300) -> bool:
+    """Wait until ``proc`` stopped itself (``stop_at``): True; False if it exited first (its
+    return code is then set). ``timeout`` is a failure guard only."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status = os.waitpid(proc.pid, os.WNOHANG | os.WUNTRACED)
+        if pid:
+            if os.WIFSTOPPED(status):
+                return True
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return False
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"the run neither stopped nor ended in {timeout} s")
+        time.sleep(0.005)
+
+
+def kill_stopped(proc: subprocess.Popen) -> None:
+    """SIGKILL a run that :func:`stopped` (a stopped process dies of SIGKILL too)."""
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+
+
 def main() -> None:
     args = json.loads(sys.argv[1])
+    from itemadapter import ItemAdapter
     from scrapy import signals
     from scrapy.crawler import CrawlerProcess
     from scrapy.utils.misc import load_object
@@ -53,23 +87,37 @@ def main() -> None:
     }
     log = Path(args["log"]).open("a", encoding="utf-8")  # noqa: SIM115 - open for the run
 
+    stop_at = args.get("stop_at")
+    logged = 0
+
     def write(record: dict[str, Any]) -> None:
+        nonlocal logged
         log.write(json.dumps(record) + "\n")
         log.flush()
         os.fsync(log.fileno())
+        if "stats" in record:
+            return
+        logged += 1
+        if logged == stop_at:
+            os.kill(os.getpid(), signal.SIGSTOP)  # the test kills us here (see stopped())
+
+    def on_opened(spider: Any) -> None:
+        if stop_at == 0:
+            os.kill(os.getpid(), signal.SIGSTOP)
 
     process = CrawlerProcess(settings=settings)
     crawler = process.create_crawler(spider_class)
 
     def on_scraped(item: Any, **kwargs: Any) -> None:
-        write({"kept": dict(item)})
+        write({"kept": ItemAdapter(item).asdict()})
 
     def on_dropped(item: Any, exception: BaseException, **kwargs: Any) -> None:
-        write({"dropped": dict(item), "reason": str(exception)})
+        write({"dropped": ItemAdapter(item).asdict(), "reason": str(exception)})
 
     crawler.signals.connect(on_scraped, signal=signals.item_scraped)
     crawler.signals.connect(on_dropped, signal=signals.item_dropped)
-    process.crawl(crawler, start_url=args["start_url"])
+    crawler.signals.connect(on_opened, signal=signals.spider_opened)
+    process.crawl(crawler, start_url=args["start_url"], **args.get("spider_args", {}))
     process.start()
     stats = {
         k: (v if isinstance(v, (int, float, str)) else str(v))

@@ -15,11 +15,10 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from crash_runner import launch
+from crash_runner import kill_stopped, launch, stopped
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"
@@ -39,10 +38,13 @@ SETTINGS = {
 }
 
 
-def start(site_url: str, jobdir: Path, log: Path, stderr: Path) -> subprocess.Popen:
+def start(
+    site_url: str, jobdir: Path, log: Path, stderr: Path, stop_at: int | None = None
+) -> subprocess.Popen:
     args = {
         "start_url": site_url,
         "log": str(log),
+        **({"stop_at": stop_at} if stop_at is not None else {}),
         "settings": {"JOBDIR": str(jobdir), "LOG_LEVEL": "INFO", **SETTINGS},
     }
     return launch(args, stderr, jobdir.parent)
@@ -54,17 +56,14 @@ def lines(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
 
 
-def kill_after(proc: subprocess.Popen, log: Path, items: int, delay: float) -> bool:
-    """SIGKILL ``proc`` ``delay`` seconds after ``log`` holds ``items`` lines; False if it
-    ended first."""
-    deadline = time.monotonic() + 60
-    while len(lines(log)) < items and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    time.sleep(delay)
-    if proc.poll() is not None:
+def killed_after(site_url: str, jobdir: Path, log: Path, stderr: Path, items: int) -> bool:
+    """Run a crawl and SIGKILL it right after it logged ``items`` items (0: when its spider
+    opens). The run stops itself there (crash_runner.py's ``stop_at``), so the kill lands at
+    that event however loaded the machine is. False if the run ended first."""
+    proc = start(site_url, jobdir, log, stderr, stop_at=items)
+    if not stopped(proc):
         return False
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    kill_stopped(proc)
     return True
 
 
@@ -124,10 +123,9 @@ def test_sigkill_at_random_points_loses_nothing(seed, site, site_url, tmp_path) 
     for n in range(3):
         log = tmp_path / f"run{n}.jsonl"
         logs.append(log)
-        proc = start(site_url, jobdir, log, stderr)
-        # Kill points spread over the crawl: before the first item, between items, mid-item.
-        killed.append(kill_after(proc, log, rng.randint(0, 15), rng.uniform(0.0, 0.4)))
-        proc.wait(timeout=120)
+        # Kill points spread over the crawl: when the spider opens, after one of its items
+        # (other requests under way).
+        killed.append(killed_after(site_url, jobdir, log, stderr, rng.randint(0, 15)))
         records = [r for path in logs for r in lines(path)]
         bloom = recorded_urls(jobdir / "neardup")
         for r in records:
@@ -162,7 +160,7 @@ def test_torn_last_records_are_cut_counted_and_logged(site, site_url, tmp_path) 
     jobdir = tmp_path / "job"
     stderr = tmp_path / "stderr.log"
     first = tmp_path / "run0.jsonl"
-    assert kill_after(start(site_url, jobdir, first, stderr), first, 8, 0.05)
+    assert killed_after(site_url, jobdir, first, stderr, 8)
     state = jobdir / "neardup"
     journals = [state / URL_JOURNAL, state / CONTENT_JOURNAL, state / "frontier.journal"]
     for path in journals:
@@ -191,14 +189,13 @@ def test_a_crash_after_a_clean_resume_does_not_hang_on_scrapys_queue(
     jobdir = tmp_path / "job"
     stderr = tmp_path / "stderr.log"
     logs = [tmp_path / f"run{n}.jsonl" for n in range(3)]
-    first = start(site_url, jobdir, logs[0], stderr)
-    deadline = time.monotonic() + 60
-    while len(lines(logs[0])) < 5 and time.monotonic() < deadline:
-        time.sleep(0.005)
-    first.send_signal(signal.SIGTERM)
+    first = start(site_url, jobdir, logs[0], stderr, stop_at=5)
+    assert stopped(first)
+    first.send_signal(signal.SIGTERM)  # pending until the run goes on: a clean stop there
+    first.send_signal(signal.SIGCONT)
     assert first.wait(timeout=60) == 0
     assert (jobdir / "requests.queue").exists(), "no Scrapy queue to resume: nothing tested"
-    assert kill_after(start(site_url, jobdir, logs[1], stderr), logs[1], 5, 0.05)
+    assert killed_after(site_url, jobdir, logs[1], stderr, 5)
     last = start(site_url, jobdir, logs[2], stderr)
     assert last.wait(timeout=120) == 0, stderr.read_text()[-3000:]
     assert lines(logs[2])[-1]["stats"]["finish_reason"] == "finished"

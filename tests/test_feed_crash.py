@@ -1,12 +1,13 @@
 """Feed exports survive SIGKILL: a real crawl writing Scrapy's FEEDS, killed again and again.
 
 Each run is a process of its own (``tests/crash_runner.py``) with ``JOBDIR`` and its own
-JSON-lines feed file; it is killed with SIGKILL at random points (before its first item,
-between items, in the middle of one) and resumed with the same JOBDIR, then run to the end.
-The demo site knows its ground truth: every distinct document must be in the union of the
-feed files (nothing lost), and every item the plugin dropped must be a duplicate of a
-document that is in them. Items delivered twice are counted (at least once is the promise:
-an item whose request was not yet durably done when the kill came is delivered again).
+JSON-lines feed file; it is killed with SIGKILL at random events (when its spider opens,
+right after one of its first items, while other requests are under way) and resumed with the
+same JOBDIR, then run to the end. The demo site knows its ground truth: every distinct
+document must be in the union of the feed files (nothing lost), and every item the plugin
+dropped must be a duplicate of a document that is in them. Items delivered twice are counted
+(at least once is the promise: an item whose request was not yet durably done when the kill
+came is delivered again).
 
 The figures of each series are printed (``python -m pytest -s tests/test_feed_crash.py``);
 more seeds with ``NEARDUP_FEED_CRASH_SEEDS=1-5``.
@@ -17,16 +18,14 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from crash_runner import launch
+from crash_runner import kill_stopped, launch, stopped
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"
@@ -67,12 +66,18 @@ def lines(path: Path) -> list[dict[str, Any]]:
 
 
 def start(
-    site_url: str, tmp: Path, n: int, settings: dict[str, Any], spider: str | None = None
+    site_url: str,
+    tmp: Path,
+    n: int,
+    settings: dict[str, Any],
+    spider: str | None = None,
+    stop_at: int | None = None,
 ) -> subprocess.Popen:
     feed = tmp / "feeds" / f"run{n}.jsonl"
     args = {
         "start_url": site_url,
         **({"spider": spider} if spider else {}),
+        **({"stop_at": stop_at} if stop_at is not None else {}),
         "log": str(tmp / f"fates{n}.jsonl"),
         "settings": {
             "JOBDIR": str(tmp / "job"),
@@ -84,18 +89,23 @@ def start(
     return launch(args, tmp / "stderr.log", tmp)
 
 
-def kill_at_random(proc: subprocess.Popen, fates: Path, rng: random.Random) -> bool:
-    """SIGKILL ``proc`` at a random point: after 0-4 items of this run and 0-0.3 s more
-    (0 items: during start-up or before the first item). False if it ended first."""
-    items = 0 if rng.random() < 0.2 else rng.randint(1, 4)
-    deadline = time.monotonic() + 60
-    while len(lines(fates)) < items and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    time.sleep(rng.uniform(0.0, 0.3) if items else rng.uniform(0.5, 2.0))
-    if proc.poll() is not None:
+def kill_at_random(
+    site_url: str,
+    tmp: Path,
+    n: int,
+    settings: dict[str, Any],
+    spider: str | None,
+    rng: random.Random,
+) -> bool:
+    """Start run ``n`` and SIGKILL it at a random event: when its spider opens (before any
+    request), or right after its first to fourth item. The run stops itself there
+    (crash_runner.py's ``stop_at``), so the kill lands at that event however loaded the
+    machine is. False if the run ended first."""
+    stop_at = 0 if rng.random() < 0.2 else rng.randint(1, 4)
+    proc = start(site_url, tmp, n, settings, spider, stop_at)
+    if not stopped(proc):
         return False
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    kill_stopped(proc)
     return True
 
 
@@ -112,9 +122,7 @@ def crash_series(
     series = Series()
     n = 0
     while series.kills < kills and n < kills + 5:
-        proc = start(site_url, tmp, n, settings, spider)
-        series.kills += kill_at_random(proc, tmp / f"fates{n}.jsonl", rng)
-        proc.wait(timeout=120)
+        series.kills += kill_at_random(site_url, tmp, n, settings, spider, rng)
         n += 1
     for _ in range(3):
         proc = start(site_url, tmp, n, settings, spider)
