@@ -517,7 +517,7 @@ DECISION_SETTINGS = {
     "shingles": ("NEARDUP_CONTAINED_SHINGLES", 0.8),
     "related": ("NEARDUP_RELATED", 0.8),
     "similarity": ("NEARDUP_SIMILARITY", None),
-    "similar_shingles": ("NEARDUP_SIMILARITY_SHINGLES", 1),
+    "similar_shingles": ("NEARDUP_SIMILARITY_SHINGLES", 2),
 }
 
 

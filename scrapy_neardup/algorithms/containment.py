@@ -64,8 +64,8 @@ RELATED = 0.8
 #: threshold; see :class:`Verified`).
 DECISIONS = ("contained", "similar")
 #: The "similar" decision's word shingles and Jaccard threshold (evaluation/ACCURACY.md).
-SIMILAR_SHINGLES = 1
-SIMILARITY = 0.5
+SIMILAR_SHINGLES = 2
+SIMILARITY = 0.35
 #: simhash's "similar" rule: 1 - d / 64 at least this, a Hamming distance d within 3 bits
 #: (Manku, Jain and Das Sarma's k for 64-bit fingerprints).
 SIMHASH_SIMILARITY = 1.0 - 3 / 64
@@ -216,7 +216,7 @@ def phrases_of(doc: Document) -> Phrases:
 #: propose the pairs it accepts (MinHash's bands on 3-shingles at 0.4 miss a 20 % reprint,
 #: whose word-set Jaccard is ~0.5): the bands on the rule's own shingles, at a threshold
 #: below the rule's (evaluation/ACCURACY.md).
-SIMILAR_CANDIDATES = 0.3
+SIMILAR_CANDIDATES = 0.25
 
 
 def candidate_params(method: str, decision: str, similar_shingles: int | None = None) -> dict:
