@@ -92,9 +92,7 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
 
 def read_content(
     directory: Path,
-) -> tuple[
-    dict[str, Any], set[str], dict[str, Member], dict[str, Member], dict[str, Member]
-]:
+) -> tuple[dict[str, Any], set[str], dict[str, Member], dict[str, Member], dict[str, Member]]:
     """The content state of a state directory: its meta, kept keys, duplicates, related and
     near documents (in the order they were recorded), from the snapshot and the journal,
     without building an index."""

@@ -171,7 +171,7 @@ def test_simhash_k_up_to_12_finds_what_7_does_not() -> None:
     assert pair(wide, new).duplicate_of == "a", distance
     narrow = Deduplicator("simhash", k=7, decision="similar", similarity=1.0 - 7 / 64)
     assert not pair(narrow, new).is_duplicate
-    with pytest.raises(ValueError, match="1..12"):
+    with pytest.raises(ValueError, match=r"1\.\.12"):
         make_method("simhash", k=13)
 
 
