@@ -180,10 +180,10 @@ def _filter(sequence: np.ndarray) -> tuple[np.ndarray, int, int, int]:
 
 
 def shingles_of(doc: Document, spec: ShingleSpec) -> Phrases:
-    """A Bloom filter of ``doc``'s distinct ``spec`` shingles (with their sequence): what
-    :func:`jaccard` compares for the "similar" decision."""
-    sequence = doc.shingles(spec)
-    return Phrases(*_filter(sequence), sequence)
+    """A Bloom filter of ``doc``'s distinct ``spec`` shingles (with them, sorted, as its
+    ``sequence``): what :func:`jaccard` compares for the "similar" decision."""
+    distinct = np.unique(doc.shingles(spec))
+    return Phrases(*_filter(distinct), distinct)
 
 
 def jaccard(new: Phrases, kept: Phrases) -> float | None:
@@ -194,7 +194,7 @@ def jaccard(new: Phrases, kept: Phrases) -> float | None:
     rate = kept.false_positive_rate
     if new.sequence is None or rate > MAX_FALSE_POSITIVES:
         return None
-    distinct = np.unique(new.sequence)
+    distinct = new.sequence if new.count == len(new.sequence) else np.unique(new.sequence)
     if len(distinct) == 0 or kept.count == 0:
         return 0.0
     hit = int(np.count_nonzero(kept.contains(distinct)))
@@ -216,7 +216,7 @@ def phrases_of(doc: Document) -> Phrases:
 #: propose the pairs it accepts (MinHash's bands on 3-shingles at 0.4 miss a 20 % reprint,
 #: whose word-set Jaccard is ~0.5): the bands on the rule's own shingles, at a threshold
 #: below the rule's (evaluation/ACCURACY.md).
-SIMILAR_CANDIDATES = 0.25
+SIMILAR_CANDIDATES = 0.3
 
 
 def candidate_params(method: str, decision: str, similar_shingles: int | None = None) -> dict:
