@@ -25,6 +25,7 @@ from scrapy.settings import BaseSettings
 
 from scrapy_neardup.algorithms import DEFAULT_METHOD, METHODS
 from scrapy_neardup.algorithms.containment import (
+    BOILERPLATE_SHARE,
     COVERAGE,
     DECISIONS,
     RELATED,
@@ -276,6 +277,7 @@ class NearDupConfig:
     related: float = RELATED
     similarity: float | None = None  # None: the backend's default (see Verified)
     similarity_shingles: int = SIMILAR_SHINGLES
+    boilerplate_share: float = BOILERPLATE_SHARE
     min_tokens: int = 50
     backend_params: dict[str, Any] = field(default_factory=dict)
     # "buckets", or "lshbloom" (scrapy_neardup.storage.lshbloom: minhash, in memory)
@@ -319,6 +321,7 @@ class NearDupConfig:
             "contained_shingles": self.contained_shingles,
             "related": self.related,
             "similar_shingles": self.similarity_shingles,
+            "boilerplate_share": self.boilerplate_share,
         }
         if self.similarity is not None:
             params["similarity"] = self.similarity
@@ -357,6 +360,7 @@ class NearDupConfig:
             related=_float(s, "NEARDUP_RELATED", RELATED, 0.0, 1.0),
             similarity=_float(s, "NEARDUP_SIMILARITY", None, 0.0, 1.0),
             similarity_shingles=_int(s, "NEARDUP_SIMILARITY_SHINGLES", SIMILAR_SHINGLES, 1, 5),
+            boilerplate_share=_float(s, "NEARDUP_BOILERPLATE_SHARE", BOILERPLATE_SHARE, 0.0, 1.0),
             min_tokens=_int(s, "NEARDUP_MIN_TOKENS", 50, 0),
             backend_params=_dict(
                 s,

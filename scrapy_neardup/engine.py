@@ -37,6 +37,7 @@ from typing import Any, BinaryIO, Protocol
 from scrapy_neardup.algorithms import DEFAULT_METHOD, Match, Method, make_method
 from scrapy_neardup.algorithms.base import BucketStore
 from scrapy_neardup.algorithms.containment import (
+    BOILERPLATE_SHARE,
     SiteLines,
     Verified,
     candidate_params,
@@ -152,6 +153,8 @@ class Verdict:
     containment: float = 0.0
     #: A kept document that this one holds, and substantially more (kept, recorded beside it).
     related_to: str | None = None
+    #: Kept, matched exactly only: nearly all its words are lines its site repeats.
+    boilerplate: bool = False
     #: A kept document that the decision not configured would have dropped this one for
     #: (kept, recorded beside it); ``similarity`` is then that rule's measure.
     near_to: str | None = None
@@ -168,6 +171,8 @@ class Signed:
     exact: Any
     near: Any
     tokens: int
+    #: Nearly all boilerplate of its site (``near`` is then None: exact matching only).
+    boilerplate: bool = False
 
 
 class Recorder(Protocol):
@@ -219,7 +224,9 @@ class Deduplicator:
     method named by a string, its candidate threshold and shingles default to the ones that
     propose what the rule accepts); ``related`` is the share of a kept document's
     3-shingles a later one must hold to be recorded as related. ``containment`` (a dict of
-    Verified's keyword arguments) is the older spelling of the same.
+    Verified's keyword arguments) is the older spelling of the same. A page whose words are
+    at least ``boilerplate_share`` lines its site repeats (:meth:`without_boilerplate`) has
+    no text of its own to compare: it is matched exactly only, and counted.
     """
 
     def __init__(
@@ -234,11 +241,15 @@ class Deduplicator:
         related: float | None = None,
         similarity: float | None = None,
         similar_shingles: int | None = None,
+        boilerplate_share: float = BOILERPLATE_SHARE,
         containment: dict[str, Any] | None = None,
         **params: Any,
     ) -> None:
         if min_tokens < 0:
             raise ValueError(f"min_tokens must be >= 0, got {min_tokens}")
+        if isinstance(boilerplate_share, bool) or not 0.0 < boilerplate_share <= 1.0:
+            raise ValueError(f"boilerplate_share must be in (0, 1], got {boilerplate_share}")
+        self.boilerplate_share = float(boilerplate_share)
         verify: dict[str, Any] = dict(containment or {})
         verify["decision"] = verify.get("decision", decision)
         for name, value in (
@@ -288,6 +299,10 @@ class Deduplicator:
         phrases = self.site_lines.mark(site, signed.near[1])
         if phrases is signed.near[1]:
             return signed
+        ignore = phrases.ignore
+        if ignore is not None and len(ignore) and ignore.mean() >= self.boilerplate_share:
+            # Nothing of its own to be a copy of: kept unless an exact copy.
+            return Signed(signed.exact, None, signed.tokens, boilerplate=True)
         return Signed(signed.exact, (signed.near[0], phrases, *signed.near[2:]), signed.tokens)
 
     def learn_boilerplate(self, site: str, signed: Signed, verdict: Verdict) -> None:
@@ -332,7 +347,7 @@ class Deduplicator:
         near: list[Match] = []
         if short:
             if self.near is not None:
-                self.counts["short"] += 1
+                self.counts["boilerplate" if signed.boilerplate else "short"] += 1
             matches = self.exact.query_and_add_signature(key, signed.exact)
         else:
             # Exact first without adding: only a document that is kept becomes a head.
@@ -348,7 +363,7 @@ class Deduplicator:
             if not related:
                 if near:
                     return self._near(key, near)
-                return Verdict(key, short=short)
+                return Verdict(key, short=short, boilerplate=signed.boilerplate)
             richer = max(related, key=lambda m: m.containment)
             relation = Member(key, richer.key, richer.method, richer.containment)
             self._record_related(relation)
@@ -362,7 +377,15 @@ class Deduplicator:
         self._record(member)
         if self.recorder is not None:
             self.recorder.member(member)
-        return Verdict(key, match.key, match.method, match.similarity, short, match.containment)
+        return Verdict(
+            key,
+            match.key,
+            match.method,
+            match.similarity,
+            short,
+            match.containment,
+            boilerplate=signed.boilerplate,
+        )
 
     def _near(self, key: str, near: list[Match]) -> Verdict:
         closest = max(near, key=lambda m: (m.similarity, m.containment))

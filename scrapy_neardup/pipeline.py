@@ -82,7 +82,9 @@ class NearDupPipeline:
             signed = await self._read_in_full(base, page)
         text = self._compared_text(adapter, page) if self.config.keep_text else None
         verdict = await self.state.check_item(base, signed, text)
-        if verdict.short and self.state.dedup.near is not None:
+        if verdict.boilerplate:
+            self.state.inc("neardup/skipped/boilerplate")
+        elif verdict.short and self.state.dedup.near is not None:
             self.state.inc("neardup/short")
         if not verdict.is_duplicate:
             self.state.inc("neardup/items/kept")

@@ -368,3 +368,35 @@ def test_similar_drops_the_reprint_in_the_pipeline() -> None:
             pipe.process_item({"url": "https://b.org/1", "text": text(edited(BASE, 0.1, 3))})
         )
     pipe.close_spider()
+
+
+# -- a page with no text of its own -----------------------------------------------------------
+
+NAV = [" ".join(words(50 + i, 10)) for i in range(10)]  # 100 words on every page of the site
+
+
+def _site_check(dedup: Deduplicator, key: str, own: list[str]) -> Any:
+    signed = dedup.without_boilerplate("a.org", dedup.sign("\n".join([*NAV, text(own)])))
+    verdict = dedup.check_signed(key, signed)
+    dedup.learn_boilerplate("a.org", signed, verdict)
+    return verdict
+
+
+@pytest.mark.parametrize(("share", "expected"), [(0.9, "kept"), (1.0, "dropped")])
+def test_a_page_of_its_sites_boilerplate_is_matched_exactly_only(share, expected) -> None:
+    dedup = Deduplicator(boilerplate_share=share)
+    for n in range(3):  # three kept pages make the navigation the site's boilerplate
+        assert not _site_check(dedup, f"https://a.org/{n}", words(10 + n, 60)).is_duplicate
+    # 5 words of its own beside the site's 100: 0.95 boilerplate
+    verdict = _site_check(dedup, "https://a.org/tag", words(20, 5))
+    assert outcome(verdict) == expected
+    assert verdict.boilerplate == (share < 0.95)
+    assert dedup.counts["boilerplate"] == (share < 0.95)
+
+
+def test_boilerplate_share_is_a_setting() -> None:
+    assert NearDupConfig.from_settings({}).verify_params()["boilerplate_share"] == 0.9
+    config = NearDupConfig.from_settings({"NEARDUP_BOILERPLATE_SHARE": "0.8"})
+    assert Deduplicator(**config.verify_params()).boilerplate_share == 0.8
+    with pytest.raises(ConfigError, match="NEARDUP_BOILERPLATE_SHARE"):
+        NearDupConfig.from_settings({"NEARDUP_BOILERPLATE_SHARE": 0})

@@ -77,6 +77,10 @@ MAX_FILTER_BYTES = 16384
 MAX_FALSE_POSITIVES = 0.05
 MIN_OWN_WORDS = 20
 MIN_OWN_SHARE = 0.1
+#: A page with at least this share of its words in lines its site repeats has no text of its
+#: own to compare (a listing, a tag page): matched exactly only (engine.without_boilerplate).
+#: 1 - MIN_OWN_SHARE: the line below which coverage() already stopped trusting its own words.
+BOILERPLATE_SHARE = 1.0 - MIN_OWN_SHARE
 _PHRASE = ShingleSpec("word", 3)
 _HEADER = struct.Struct("<IIB")  # distinct shingles, filter bits, hash functions
 _LOW32 = np.uint64(0xFFFFFFFF)
