@@ -155,12 +155,12 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
         else:
             bloom = redis_urls.RedisBloomFilter(client, prefix, capacity, rate)
         info = bloom.info()
-        members, related = (
+        members, related, near = (
             {
                 key: Member(key, head, method, similarity)
                 for key, head, method, similarity in redis_index.members(client, prefix, name)
             }
-            for name in ("members", "related")
+            for name in ("members", "related", "near")
         )
         heads = client.hlen(f"{redis_client.part_base(prefix, 'exact')}:ids")
         late = [
@@ -182,7 +182,7 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
             "expected_false_positive_rate": info["expected_false_positive_rate"],
             "stages": info["stages"],
         },
-        "content": _content(meta, heads, members, top, related),
+        "content": _content(meta, heads, members, top, related, near),
         # Kept while Redis was unavailable, found duplicates once it was back: both copies
         # were delivered (see scrapy_neardup.state.redis).
         "late_duplicates": sorted(late, key=lambda d: d["item"]),

@@ -400,3 +400,25 @@ def test_boilerplate_share_is_a_setting() -> None:
     assert Deduplicator(**config.verify_params()).boilerplate_share == 0.8
     with pytest.raises(ConfigError, match="NEARDUP_BOILERPLATE_SHARE"):
         NearDupConfig.from_settings({"NEARDUP_BOILERPLATE_SHARE": 0})
+
+
+def test_a_near_document_is_recorded_in_redis(tmp_path) -> None:
+    from redis_server import RedisServer, redis_state
+
+    from scrapy_neardup.report import render, summarize_redis
+
+    server = RedisServer(tmp_path).start()
+    try:
+        state, _ = redis_state(server, "near")
+        sign = state.dedup.sign
+        assert not state.dedup.check_signed("https://a.org/1", sign(text(BASE))).is_duplicate
+        reprint = text(edited(BASE, 0.1, seed=3))
+        verdict = state.dedup.check_signed("https://b.org/1", sign(reprint))
+        assert verdict.near_to == "https://a.org/1"
+        state.close()
+        summary = summarize_redis(server.url, "near")
+        (near,) = summary["content"]["near"]
+        assert near["item"] == "https://b.org/1" and near["near"] == "https://a.org/1"
+        assert "near https://a.org/1" in render(summary)
+    finally:
+        server.stop()
