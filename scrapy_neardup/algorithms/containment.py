@@ -41,6 +41,15 @@ every word is counted: there is no sampling error, only the filter's false posit
 can only raise the count, by a rate known from the filter's size; it is subtracted before the
 threshold is applied, and a kept document whose filter is too full to trust (over 5 %) decides
 nothing.
+
+**Or similarity, as the user chooses** (``decision="similar"``, ``NEARDUP_DECISION``). The
+literature's rule drops a pair whose similarity reaches a threshold: the Jaccard of the two
+documents' word 2-shingles (0.35), read from a second Bloom filter stored beside the first
+(the new document's distinct shingles looked up in the kept one's, false positives
+subtracted as above), for every backend but SimHash (a Hamming distance within 3 bits) and
+cosine (its estimate). It drops 10 % and 20 % reprints that containment keeps, at the same
+precision on the evaluation corpus (``evaluation/ACCURACY.md``), and keeps an excerpt that
+containment drops. Whichever decides, a pair the other rule holds is recorded as *near*.
 """
 
 from __future__ import annotations
@@ -69,9 +78,6 @@ SIMILARITY = 0.35
 #: simhash's "similar" rule: 1 - d / 64 at least this, a Hamming distance d within 3 bits
 #: (Manku, Jain and Das Sarma's k for 64-bit fingerprints).
 SIMHASH_SIMILARITY = 1.0 - 3 / 64
-#: Backends whose "similar" decision is word-shingle Jaccard (simhash: Hamming distance,
-#: cosine: its cosine).
-JACCARD_BACKENDS = ("minhash", "spotsigs", "imatch", "supershingles", "sentences", "exact")
 BITS_PER_SHINGLE = 10
 MAX_FILTER_BYTES = 16384
 MAX_FALSE_POSITIVES = 0.05
