@@ -56,7 +56,7 @@ def test_make_method_by_name() -> None:
     ("name", "params"),
     [
         ("simhash", {"k": 0}),
-        ("simhash", {"k": 8}),
+        ("simhash", {"k": 13}),
         ("simhash", {"shingles": "word:0"}),
         ("minhash", {"threshold": 0.0}),
         ("minhash", {"threshold": 1.5}),
