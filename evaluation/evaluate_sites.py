@@ -146,6 +146,13 @@ def sites() -> list[Site]:
             tuple(f"{lang}/index.html" for lang in book),
             "English, German, Dutch and Chinese editions, partly translated",
         ),
+        Site(
+            "sqlite",
+            ("sqlite3-doc",),
+            "usr/share/doc/sqlite3",
+            ("index.html",),
+            "C API reference pages of one template, release notes, syntax diagrams",
+        ),
     ]
 
 
