@@ -39,7 +39,9 @@ document's distinct 3-shingle hashes go into a Bloom filter of 10 bits each (at 
 1.2 bytes per word of text. The new document brings its 3-shingles in order (not stored), so
 every word is counted: there is no sampling error, only the filter's false positives, which
 can only raise the count, by a rate known from the filter's size; it is subtracted before the
-threshold is applied, and a kept document whose filter is too full to trust (over 5 %) decides
+threshold is applied (from the shingles, the lossy-drop line, as many false positives as the
+filter stays under with 95 % probability, so that no drop rests on its luck), and a kept
+document whose filter is too full to trust (over 5 %) decides
 nothing.
 """
 
@@ -315,10 +317,12 @@ def _measure(new: Phrases, hit: np.ndarray, rate: float) -> Coverage | None:
 
 def _corrected(found: int, total: int, rate: float) -> float:
     """The share ``found / total`` of a filter's answers, less the false positives it may
-    have made among the answers that were truly "no": as many as it makes with probability
-    :data:`LUCK` (5 %, :func:`_luck`), or on average where that is more. For the shingles, the
-    lossy-drop line; covered words keep the mean's correction (a bound there cost recall on
-    5 % reprints of short texts: 0.81 to 0.77 in ``tests/test_engine.py``'s synthetic ones).
+    have made among the answers that were truly "no": as many as it stays under with
+    probability 1 - :data:`LUCK` (95 %, :func:`_luck`), or its mean where that is more. For
+    the shingles, the
+    lossy-drop line; covered words keep the mean's correction (a bound there too cost the
+    synthetic copies with an inserted ad paragraph of ``tests/test_engine.py``: 0.75 to 0.65
+    found).
 
     Subtracting the mean alone let a drop rest on the filter's luck: ``c3ref/blob_read.html``
     of sqlite3-doc has 0.792 of its 3-shingles in ``blob_write.html``, and the filter said
