@@ -56,14 +56,33 @@ class Config:
     params: tuple[tuple[str, Any], ...] = ()
     min_tokens: int = 50
     label: str = ""
+    #: Verified's keyword arguments (decision, similarity, ...): the default decision if empty
+    verify: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
-    def of(cls, backend: str, min_tokens: int = 50, label: str = "", **params: Any) -> Config:
-        return cls(backend, tuple(sorted(params.items())), min_tokens, label)
+    def of(
+        cls,
+        backend: str,
+        min_tokens: int = 50,
+        label: str = "",
+        verify: dict[str, Any] | None = None,
+        **params: Any,
+    ) -> Config:
+        return cls(
+            backend,
+            tuple(sorted(params.items())),
+            min_tokens,
+            label,
+            tuple(sorted((verify or {}).items())),
+        )
 
     @property
     def kwargs(self) -> dict[str, Any]:
         return dict(self.params)
+
+    @property
+    def verify_kwargs(self) -> dict[str, Any]:
+        return dict(self.verify)
 
     def name(self) -> str:
         if self.label:
@@ -149,9 +168,10 @@ class Scorer:
         # a backend not listed in SIGNATURE_PARAMS is signed again for any other parameters
         depends = SIGNATURE_PARAMS.get(config.backend, sorted(kw))
         key = (config.backend, *((p, repr(kw.get(p))) for p in depends))
+        key += (("similar_shingles", config.verify_kwargs.get("similar_shingles")),)
         found = self._signatures.get(key)
         if found is None:
-            method = Verified(make_method(config.backend, **kw))
+            method = Verified(make_method(config.backend, **kw), **config.verify_kwargs)
             start = time.perf_counter()
             sigs = [method.signature(self._fresh(i)) for i in range(len(self.docs))]
             found = self._signatures[key] = (sigs, time.perf_counter() - start)
@@ -168,7 +188,7 @@ class Scorer:
         for i in self._replay(config)[0]:
             lines.count(self._site(i), sigs[i][1])
         return [
-            None if sig is None else (sig[0], lines.mark(self._site(i), sig[1]))
+            None if sig is None else (sig[0], lines.mark(self._site(i), sig[1]), *sig[2:])
             for i, sig in enumerate(sigs)
         ]
 
@@ -192,7 +212,7 @@ class Scorer:
         short = sum(self.present) - len(long_docs)
         start = time.perf_counter()
         if config.backend != "exact":
-            method = Verified(make_method(config.backend, **config.kwargs))
+            method = Verified(make_method(config.backend, **config.kwargs), **config.verify_kwargs)
             index = Index(method, MemoryBucketStore())
             keys = {str(i): i for i in long_docs}
             for i in long_docs:
@@ -225,7 +245,9 @@ class Scorer:
         order = [i for i in range(len(self.docs)) if self.present[i]]
         random.Random(f"{self.seed}:stream").shuffle(order)
         dedup = Deduplicator(
-            make_method(config.backend, **config.kwargs), min_tokens=config.min_tokens
+            make_method(config.backend, **config.kwargs),
+            min_tokens=config.min_tokens,
+            containment=config.verify_kwargs,
         )
         false_drops = 0
         kept: Counter[int] = Counter()

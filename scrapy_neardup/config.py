@@ -24,6 +24,15 @@ from typing import Any
 from scrapy.settings import BaseSettings
 
 from scrapy_neardup.algorithms import DEFAULT_METHOD, METHODS
+from scrapy_neardup.algorithms.containment import (
+    BOILERPLATE_SHARE,
+    COVERAGE,
+    DECISIONS,
+    RELATED,
+    SHINGLES,
+    SIMILAR_SHINGLES,
+    candidate_params,
+)
 from scrapy_neardup.exceptions import ConfigError
 from scrapy_neardup.urls import DEFAULT_STRIP_PARAMS
 
@@ -261,6 +270,14 @@ class NearDupConfig:
     backend: str = DEFAULT_METHOD
     threshold: float | None = None
     simhash_k: int = 7
+    # what drops a page (algorithms/containment.py): "contained" or "similar"
+    decision: str = "contained"
+    contained_words: float = COVERAGE
+    contained_shingles: float = SHINGLES
+    related: float = RELATED
+    similarity: float | None = None  # None: the backend's default (see Verified)
+    similarity_shingles: int = SIMILAR_SHINGLES
+    boilerplate_share: float = BOILERPLATE_SHARE
     min_tokens: int = 50
     backend_params: dict[str, Any] = field(default_factory=dict)
     # "buckets", or "lshbloom" (scrapy_neardup.storage.lshbloom: minhash, in memory)
@@ -270,6 +287,7 @@ class NearDupConfig:
     duplicate_of_field: str = "duplicate_of"
     similarity_field: str = "duplicate_similarity"
     related_field: str = "related_to"
+    near_field: str = "near_duplicate_of"
     # state: "memory", "redis", or the dotted import path of a state class
     storage: str = "memory"
     redis_url: str = DEFAULT_REDIS_URL
@@ -289,6 +307,24 @@ class NearDupConfig:
             params.setdefault("k", self.simhash_k)
         elif self.threshold is not None and "threshold" in _init_params(METHODS[self.backend]):
             params.setdefault("threshold", self.threshold)
+        for name, value in candidate_params(
+            self.backend, self.decision, self.similarity_shingles
+        ).items():
+            params.setdefault(name, value)
+        return params
+
+    def verify_params(self) -> dict[str, Any]:
+        """The engine's decision arguments (``Deduplicator(decision=..., ...)``)."""
+        params: dict[str, Any] = {
+            "decision": self.decision,
+            "contained_words": self.contained_words,
+            "contained_shingles": self.contained_shingles,
+            "related": self.related,
+            "similar_shingles": self.similarity_shingles,
+            "boilerplate_share": self.boilerplate_share,
+        }
+        if self.similarity is not None:
+            params["similarity"] = self.similarity
         return params
 
     @classmethod
@@ -317,7 +353,14 @@ class NearDupConfig:
             url_field=_field_name(s, "NEARDUP_URL_FIELD", "url"),
             backend=_choice(s, "NEARDUP_BACKEND", DEFAULT_METHOD, tuple(METHODS)),
             threshold=_float(s, "NEARDUP_THRESHOLD", None, 0.0, 1.0),
-            simhash_k=_int(s, "NEARDUP_SIMHASH_K", 7, 1, 7),
+            simhash_k=_int(s, "NEARDUP_SIMHASH_K", 7, 1, 12),
+            decision=_choice(s, "NEARDUP_DECISION", "contained", DECISIONS),
+            contained_words=_float(s, "NEARDUP_CONTAINED_WORDS", COVERAGE, 0.0, 1.0),
+            contained_shingles=_float(s, "NEARDUP_CONTAINED_SHINGLES", SHINGLES, 0.0, 1.0),
+            related=_float(s, "NEARDUP_RELATED", RELATED, 0.0, 1.0),
+            similarity=_float(s, "NEARDUP_SIMILARITY", None, 0.0, 1.0),
+            similarity_shingles=_int(s, "NEARDUP_SIMILARITY_SHINGLES", SIMILAR_SHINGLES, 1, 5),
+            boilerplate_share=_float(s, "NEARDUP_BOILERPLATE_SHARE", BOILERPLATE_SHARE, 0.0, 1.0),
             min_tokens=_int(s, "NEARDUP_MIN_TOKENS", 50, 0),
             backend_params=_dict(
                 s,
@@ -330,6 +373,7 @@ class NearDupConfig:
             duplicate_of_field=_field_name(s, "NEARDUP_DUPLICATE_OF_FIELD", "duplicate_of"),
             similarity_field=_field_name(s, "NEARDUP_SIMILARITY_FIELD", "duplicate_similarity"),
             related_field=_field_name(s, "NEARDUP_RELATED_FIELD", "related_to"),
+            near_field=_field_name(s, "NEARDUP_NEAR_FIELD", "near_duplicate_of"),
             storage=_storage(s),
             redis_url=_redis_url(s),
             key_prefix=_key_prefix(s),
@@ -341,6 +385,16 @@ class NearDupConfig:
             debug=bool_setting(s, "NEARDUP_DEBUG", False),
         )
         config.make_method()  # unknown backend options fail here, at start
+        if config.backend == "simhash" and config.similarity is not None:
+            needed = round(64 * (1.0 - config.similarity) + 1e-9)
+            if needed > config.simhash_k:
+                raise ConfigError(
+                    "NEARDUP_SIMILARITY",
+                    config.similarity,
+                    f"at least {1.0 - config.simhash_k / 64:.4f} with NEARDUP_SIMHASH_K="
+                    f"{config.simhash_k} (simhash's similar rule is a Hamming distance within "
+                    f"64 * (1 - similarity) bits; its index finds those within k)",
+                )
         if config.index == "lshbloom":
             if config.backend != "minhash":
                 raise ConfigError(

@@ -16,6 +16,9 @@ Saved state (:meth:`Deduplicator.to_bytes`), little-endian throughout, no pickle
     u64 n | n heads:    u32 len | key UTF-8 | u32 len | method signature
     u64 n | n members:  u32 len | key | u32 len | head | u8 len | method | f64 similarity
     u64 n | n related:  the same fields (key: the richer document, head: the kept one)
+    [u64 n | n near:    the same fields (key: a kept document near the kept head), only
+                        where meta has "near": n > 0; a state without is as earlier
+                        releases wrote it]
 
 Loading checks the method and its parameters: signatures made with other parameters would
 never match, silently, so a mismatch is a :class:`StateError`.
@@ -33,7 +36,14 @@ from typing import Any, BinaryIO, Protocol
 
 from scrapy_neardup.algorithms import DEFAULT_METHOD, Match, Method, make_method
 from scrapy_neardup.algorithms.base import BucketStore
-from scrapy_neardup.algorithms.containment import SiteLines, Verified, coverage, holds
+from scrapy_neardup.algorithms.containment import (
+    BOILERPLATE_SHARE,
+    SiteLines,
+    Verified,
+    candidate_params,
+    coverage,
+    holds,
+)
 from scrapy_neardup.algorithms.exact import ExactMethod
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.storage.memory import MemoryBucketStore
@@ -58,10 +68,15 @@ class Index:
         self._check = getattr(method, "check", None)
 
     def _verifier(
-        self, signature: Any, related: list[Match], found: dict[str, float]
+        self,
+        signature: Any,
+        related: list[Match],
+        found: dict[str, float],
+        near: list[Match] | None = None,
     ) -> Callable[[str, Any], float | None]:
         """The store's verifier: the similarity of a copy, else None; related candidates are
-        put in ``related`` and each copy's containment in ``found`` on the way."""
+        put in ``related``, near ones (the decision not configured would drop them) in
+        ``near``, and each copy's containment in ``found`` on the way."""
         if self._check is None:
             similarity = self.method.similarity
             return lambda key, other: similarity(signature, other)
@@ -74,6 +89,10 @@ class Index:
             if result.related:
                 related.append(Match(key, result.similarity, name, result.reverse))
                 return None
+            if not result.duplicate:
+                if near is not None and result.near:
+                    near.append(Match(key, result.measure, name, result.coverage))
+                return None
             found[key] = result.coverage
             return result.similarity
 
@@ -83,12 +102,14 @@ class Index:
         """``probe=`` for the store, only for methods that have it (see algorithms.base)."""
         return {} if self._probe_count is None else {"probe": self._probe_count(signature)}
 
-    def search(self, key: str, signature: Any, add: bool) -> tuple[list[Match], list[Match]]:
+    def search(
+        self, key: str, signature: Any, add: bool, near: list[Match] | None = None
+    ) -> tuple[list[Match], list[Match]]:
         """(copies, related) of ``signature`` among earlier documents; with ``add``, it is
-        added as ``key`` when it copies none of them."""
+        added as ``key`` when it copies none of them. Near ones go to ``near`` if given."""
         related: list[Match] = []
         contained: dict[str, float] = {}
-        verify = self._verifier(signature, related, contained)
+        verify = self._verifier(signature, related, contained, near)
         buckets = self.method.bucket_keys(signature)
         if add:
             found = self.store.query_and_add(
@@ -132,6 +153,11 @@ class Verdict:
     containment: float = 0.0
     #: A kept document that this one holds, and substantially more (kept, recorded beside it).
     related_to: str | None = None
+    #: Kept, matched exactly only: nearly all its words are lines its site repeats.
+    boilerplate: bool = False
+    #: A kept document that the decision not configured would have dropped this one for
+    #: (kept, recorded beside it); ``similarity`` is then that rule's measure.
+    near_to: str | None = None
 
     @property
     def is_duplicate(self) -> bool:
@@ -145,6 +171,8 @@ class Signed:
     exact: Any
     near: Any
     tokens: int
+    #: Nearly all boilerplate of its site (``near`` is then None: exact matching only).
+    boilerplate: bool = False
 
 
 class Recorder(Protocol):
@@ -155,6 +183,8 @@ class Recorder(Protocol):
     def member(self, member: Member) -> None: ...
 
     def related(self, member: Member) -> None: ...
+
+    # Optional: ``near(member)``, told of a kept document near a kept one (Verdict.near_to).
 
 
 @dataclass(frozen=True)
@@ -188,8 +218,15 @@ class Deduplicator:
 
     Documents with fewer than ``min_tokens`` tokens are matched exactly only (and counted as
     ``short``): SimHash and MinHash estimates are unreliable on a handful of words. The
-    method's candidates are verified by containment (``containment``: the keyword arguments
-    of :class:`~scrapy_neardup.algorithms.containment.Verified`).
+    method's candidates are verified (:class:`~scrapy_neardup.algorithms.containment.Verified`):
+    ``decision`` says which rule drops, ``"contained"`` (``contained_words``,
+    ``contained_shingles``) or ``"similar"`` (``similarity``, ``similar_shingles``; with a
+    method named by a string, its candidate threshold and shingles default to the ones that
+    propose what the rule accepts); ``related`` is the share of a kept document's
+    3-shingles a later one must hold to be recorded as related. ``containment`` (a dict of
+    Verified's keyword arguments) is the older spelling of the same. A page whose words are
+    at least ``boilerplate_share`` lines its site repeats (:meth:`without_boilerplate`) has
+    no text of its own to compare: it is matched exactly only, and counted.
     """
 
     def __init__(
@@ -198,21 +235,47 @@ class Deduplicator:
         *,
         min_tokens: int = DEFAULT_MIN_TOKENS,
         stores: StoreFactory = memory_stores,
+        decision: str = "contained",
+        contained_words: float | None = None,
+        contained_shingles: float | None = None,
+        related: float | None = None,
+        similarity: float | None = None,
+        similar_shingles: int | None = None,
+        boilerplate_share: float = BOILERPLATE_SHARE,
         containment: dict[str, Any] | None = None,
         **params: Any,
     ) -> None:
         if min_tokens < 0:
             raise ValueError(f"min_tokens must be >= 0, got {min_tokens}")
+        if isinstance(boilerplate_share, bool) or not 0.0 < boilerplate_share <= 1.0:
+            raise ValueError(f"boilerplate_share must be in (0, 1], got {boilerplate_share}")
+        self.boilerplate_share = float(boilerplate_share)
+        verify: dict[str, Any] = dict(containment or {})
+        verify["decision"] = verify.get("decision", decision)
+        for name, value in (
+            ("coverage", contained_words),
+            ("shingles", contained_shingles),
+            ("related", related),
+            ("similarity", similarity),
+            ("similar_shingles", similar_shingles),
+        ):
+            if value is not None:
+                verify[name] = value
+        if isinstance(method, str):
+            defaults = candidate_params(method, verify["decision"], verify.get("similar_shingles"))
+            params = {**defaults, **params}
         self.method = make_method(method, **params) if isinstance(method, str) else method
         self.min_tokens = min_tokens
         exact = ExactMethod()
         self.exact = Index(exact, stores("exact", exact))
         self.near = None
         if self.method.name != "exact":
-            verified = Verified(self.method, **(containment or {}))
+            verified = Verified(self.method, **verify)
             self.near = Index(verified, stores(self.method.name, verified))
         self.members: dict[str, Member] = {}
         self.related: dict[str, Member] = {}
+        #: Kept documents near a kept one (:attr:`Verdict.near_to`), by key.
+        self.near_members: dict[str, Member] = {}
         self.site_lines = SiteLines()
         self.counts: Counter[str] = Counter()
         self.recorder: Recorder | None = None
@@ -236,7 +299,11 @@ class Deduplicator:
         phrases = self.site_lines.mark(site, signed.near[1])
         if phrases is signed.near[1]:
             return signed
-        return Signed(signed.exact, (signed.near[0], phrases), signed.tokens)
+        ignore = phrases.ignore
+        if ignore is not None and len(ignore) and ignore.mean() >= self.boilerplate_share:
+            # Nothing of its own to be a copy of: kept unless an exact copy.
+            return Signed(signed.exact, None, signed.tokens, boilerplate=True)
+        return Signed(signed.exact, (signed.near[0], phrases, *signed.near[2:]), signed.tokens)
 
     def learn_boilerplate(self, site: str, signed: Signed, verdict: Verdict) -> None:
         """Count the lines of a page its site kept as new. Neither a copy (dropped) nor a
@@ -265,7 +332,8 @@ class Deduplicator:
             return True
         if kept.near is None or new.near is None or self.near is None:
             return False
-        return holds(coverage(new.near[1], kept.near[1]), self.near.method.coverage)
+        method = self.near.method
+        return holds(coverage(new.near[1], kept.near[1]), method.coverage, method.shingles)
 
     def check(self, key: str, text: str | Document) -> Verdict:
         """Match ``text`` against everything kept so far; keep it (index it) if it is new."""
@@ -276,15 +344,16 @@ class Deduplicator:
         self.counts["documents"] += 1
         short = signed.near is None
         related: list[Match] = []
+        near: list[Match] = []
         if short:
             if self.near is not None:
-                self.counts["short"] += 1
+                self.counts["boilerplate" if signed.boilerplate else "short"] += 1
             matches = self.exact.query_and_add_signature(key, signed.exact)
         else:
             # Exact first without adding: only a document that is kept becomes a head.
             matches = self.exact.query(signed.exact)
             if not matches:
-                matches, related = self.near.search(key, signed.near, add=True)
+                matches, related = self.near.search(key, signed.near, add=True, near=near)
                 if not matches:
                     self.exact.add(key, signed.exact)
         if not matches:
@@ -292,7 +361,9 @@ class Deduplicator:
             if self.recorder is not None:
                 self.recorder.head(key, signed)
             if not related:
-                return Verdict(key, short=short)
+                if near:
+                    return self._near(key, near)
+                return Verdict(key, short=short, boilerplate=signed.boilerplate)
             richer = max(related, key=lambda m: m.containment)
             relation = Member(key, richer.key, richer.method, richer.containment)
             self._record_related(relation)
@@ -306,7 +377,30 @@ class Deduplicator:
         self._record(member)
         if self.recorder is not None:
             self.recorder.member(member)
-        return Verdict(key, match.key, match.method, match.similarity, short, match.containment)
+        return Verdict(
+            key,
+            match.key,
+            match.method,
+            match.similarity,
+            short,
+            match.containment,
+            boilerplate=signed.boilerplate,
+        )
+
+    def _near(self, key: str, near: list[Match]) -> Verdict:
+        closest = max(near, key=lambda m: (m.similarity, m.containment))
+        relation = Member(key, closest.key, closest.method, closest.similarity)
+        self._record_near(relation)
+        record = getattr(self.recorder, "near", None)
+        if record is not None:
+            record(relation)
+        return Verdict(
+            key,
+            method=closest.method,
+            similarity=closest.similarity,
+            containment=closest.containment,
+            near_to=closest.key,
+        )
 
     def restore_head(self, key: str, signed: Signed) -> None:
         """Re-add a kept document from a journal (no query, no counting twice)."""
@@ -326,6 +420,14 @@ class Deduplicator:
     def restore_related(self, relation: Member) -> None:
         if relation.key not in self.related:
             self._record_related(relation)
+
+    def restore_near(self, relation: Member) -> None:
+        if relation.key not in self.near_members:
+            self._record_near(relation)
+
+    def _record_near(self, relation: Member) -> None:
+        # Not in ``counts`` (the pipeline counts neardup/items/near): kept documents are.
+        self.near_members[relation.key] = relation
 
     def _record(self, member: Member) -> None:
         self.members[member.key] = member
@@ -349,12 +451,15 @@ class Deduplicator:
     # -- persistence -------------------------------------------------------------------
 
     def meta(self) -> dict[str, Any]:
-        return {
+        meta = {
             "method": self.method.name,
             "params": (self.method if self.near is None else self.near.method).params(),
             "min_tokens": self.min_tokens,
             "counts": dict(self.counts),
         }
+        if self.near_members:
+            meta["near"] = len(self.near_members)
+        return meta
 
     def to_bytes(self) -> bytes:
         out = io.BytesIO()
@@ -370,7 +475,10 @@ class Deduplicator:
             for key, signature in items:
                 _write_blob(out, key.encode())
                 _write_blob(out, index.method.encode(signature))
-        for relations in (self.members, self.related):
+        sections = [self.members, self.related]
+        if self.near_members:
+            sections.append(self.near_members)
+        for relations in sections:
             out.write(struct.pack("<Q", len(relations)))
             for m in relations.values():
                 _write_blob(out, m.key.encode())
@@ -390,10 +498,12 @@ class Deduplicator:
         entries: list[tuple[Index, str, Any]] = []
         members: list[Member] = []
         related: list[Member] = []
+        near: list[Member] = []
         for record in iter_state(data):
             kind = record[0]
             if kind == "meta":
                 meta = record[1]
+                _check_decision(meta, expected)
                 for field in ("method", "params", "min_tokens"):
                     if meta[field] != expected[field]:
                         raise StateError(
@@ -405,6 +515,8 @@ class Deduplicator:
                 members.append(record[1])
             elif kind == "related":
                 related.append(record[1])
+            elif kind == "nearby":
+                near.append(record[1])
             else:
                 index = indexes[kind]
                 if index is None:
@@ -417,7 +529,36 @@ class Deduplicator:
             index.add(key, signature)
         self.members.update((m.key, m) for m in members)
         self.related.update((m.key, m) for m in related)
+        self.near_members.update((m.key, m) for m in near)
         self.counts.update(counts)
+
+
+#: The decision's parameters (Verified.params()["verify"]) and the settings that give them.
+DECISION_SETTINGS = {
+    "decision": ("NEARDUP_DECISION", "contained"),
+    "coverage": ("NEARDUP_CONTAINED_WORDS", 0.9),
+    "shingles": ("NEARDUP_CONTAINED_SHINGLES", 0.8),
+    "related": ("NEARDUP_RELATED", 0.8),
+    "similarity": ("NEARDUP_SIMILARITY", None),
+    "similar_shingles": ("NEARDUP_SIMILARITY_SHINGLES", 2),
+}
+
+
+def _check_decision(meta: dict[str, Any], expected: dict[str, Any]) -> None:
+    """A state decided with other thresholds refuses to resume, naming the setting: its
+    kept documents and clusters were chosen by them (and the similar rule's shingles are in
+    its signatures). Keys a state lacks had their defaults (states from before them)."""
+    saved = meta.get("params", {}).get("verify") if isinstance(meta.get("params"), dict) else None
+    wanted = expected["params"].get("verify")
+    if not isinstance(saved, dict) or not isinstance(wanted, dict):
+        return
+    for key, (setting, default) in DECISION_SETTINGS.items():
+        was, now = saved.get(key, default), wanted.get(key, default)
+        if was != now:
+            raise StateError(
+                f"state was written with {setting}={was!r} (unset: the default), configured "
+                f"{setting}={now!r}; use the same setting or a new state"
+            )
 
 
 _META_FIELDS = {"method": str, "params": dict, "min_tokens": int, "counts": dict}
@@ -425,7 +566,8 @@ _META_FIELDS = {"method": str, "params": dict, "min_tokens": int, "counts": dict
 
 def iter_state(data: bytes) -> Iterator[tuple[Any, ...]]:
     """Records of a saved state, without building any index: ``("meta", dict)``, then
-    ``("exact" | "near", key, signature bytes)``, then ``("member" | "related", Member)``."""
+    ``("exact" | "near", key, signature bytes)``, then ``("member" | "related", Member)``,
+    then ``("nearby", Member)`` where the state has a near section."""
     src = io.BytesIO(data)
     try:
         header = _read_exact(src, 10)
@@ -446,7 +588,9 @@ def iter_state(data: bytes) -> Iterator[tuple[Any, ...]]:
             (count,) = struct.unpack("<Q", _read_exact(src, 8))
             for _ in range(count):
                 yield (kind, _read_blob(src).decode(), _read_blob(src))
-        for kind in ("member", "related"):
+        for kind in ("member", "related", "nearby"):
+            if kind == "nearby" and not meta.get("near"):
+                break  # no near section
             (count,) = struct.unpack("<Q", _read_exact(src, 8))
             for _ in range(count):
                 key = _read_blob(src).decode()

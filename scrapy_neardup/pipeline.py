@@ -82,7 +82,9 @@ class NearDupPipeline:
             signed = await self._read_in_full(base, page)
         text = self._compared_text(adapter, page) if self.config.keep_text else None
         verdict = await self.state.check_item(base, signed, text)
-        if verdict.short and self.state.dedup.near is not None:
+        if verdict.boilerplate:
+            self.state.inc("neardup/skipped/boilerplate")
+        elif verdict.short and self.state.dedup.near is not None:
             self.state.inc("neardup/short")
         if not verdict.is_duplicate:
             self.state.inc("neardup/items/kept")
@@ -90,6 +92,8 @@ class NearDupPipeline:
                 self.state.kept_lines.remember(verdict.key, page.extracted.lines)
             if verdict.related_to is not None:
                 self._related(adapter, verdict)
+            elif verdict.near_to is not None:
+                self._near(adapter, verdict)
             return item
         if verdict.duplicate_of == base and self._redelivered(item, base):
             # Its own URL, kept before a crash: whether the item reached the feed then is
@@ -228,6 +232,22 @@ class NearDupPipeline:
             )
         if self.config.action == "tag":
             self._set_fields(adapter, {self.config.related_field: verdict.related_to})
+
+    def _near(self, adapter: ItemAdapter, verdict: Verdict) -> None:
+        """A kept item that the decision not configured would have dropped (NEARDUP_DECISION):
+        near a kept one, counted, and tagged in tag mode."""
+        self.state.inc("neardup/items/near")
+        if self.config.debug:
+            logger.info(
+                "scrapy-neardup: %s kept, near %s (%s %.3f, containment %.3f)",
+                verdict.key,
+                verdict.near_to,
+                verdict.method,
+                verdict.similarity,
+                verdict.containment,
+            )
+        if self.config.action == "tag" and self.config.near_field:
+            self._set_fields(adapter, {self.config.near_field: verdict.near_to})
 
     def _tag(self, adapter: ItemAdapter, verdict: Verdict) -> None:
         self._set_fields(

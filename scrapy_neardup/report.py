@@ -61,7 +61,7 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
         bloom.add(fp)
     urls = len(bloom)
 
-    meta, heads, members, related = read_content(directory)
+    meta, heads, members, related, near = read_content(directory)
 
     confirmed = None
     if (directory / URL_CONFIRM).exists():
@@ -86,20 +86,21 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
             "expected_false_positive_rate": bloom.expected_false_positive_rate,
             "stages": bloom.stages,
         },
-        "content": _content(meta, len(heads), members, top, related),
+        "content": _content(meta, len(heads), members, top, related, near),
     }
 
 
 def read_content(
     directory: Path,
-) -> tuple[dict[str, Any], set[str], dict[str, Member], dict[str, Member]]:
-    """The content state of a state directory: its meta, kept keys, duplicates and related
-    documents (in the order they were recorded), from the snapshot and the journal, without
-    building an index."""
+) -> tuple[dict[str, Any], set[str], dict[str, Member], dict[str, Member], dict[str, Member]]:
+    """The content state of a state directory: its meta, kept keys, duplicates, related and
+    near documents (in the order they were recorded), from the snapshot and the journal,
+    without building an index."""
     meta: dict[str, Any] = {}
     heads: set[str] = set()
     members: dict[str, Member] = {}
     related: dict[str, Member] = {}
+    near: dict[str, Member] = {}
     snapshot = directory / CONTENT_SNAPSHOT
     data = load_snapshot(snapshot)
     try:
@@ -112,6 +113,8 @@ def read_content(
                 members[record[1].key] = record[1]
             elif record[0] == "related":
                 related[record[1].key] = record[1]
+            elif record[0] == "nearby":
+                near[record[1].key] = record[1]
     except StateError as exc:
         raise StateError(str(exc), path=str(snapshot)) from None
     journal = directory / CONTENT_JOURNAL
@@ -123,10 +126,10 @@ def read_content(
             raise StateError(f"unreadable journal record: {exc}", path=str(journal)) from None
         if isinstance(record, MemberRecord):
             member = Member(record.key, record.head, record.method, record.similarity)
-            (related if record.related else members)[record.key] = member
+            (related if record.related else near if record.near else members)[record.key] = member
         else:
             heads.add(record.key)
-    return meta, heads, members, related
+    return meta, heads, members, related, near
 
 
 def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str, Any]:
@@ -152,12 +155,12 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
         else:
             bloom = redis_urls.RedisBloomFilter(client, prefix, capacity, rate)
         info = bloom.info()
-        members, related = (
+        members, related, near = (
             {
                 key: Member(key, head, method, similarity)
                 for key, head, method, similarity in redis_index.members(client, prefix, name)
             }
-            for name in ("members", "related")
+            for name in ("members", "related", "near")
         )
         heads = client.hlen(f"{redis_client.part_base(prefix, 'exact')}:ids")
         late = [
@@ -179,7 +182,7 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
             "expected_false_positive_rate": info["expected_false_positive_rate"],
             "stages": info["stages"],
         },
-        "content": _content(meta, heads, members, top, related),
+        "content": _content(meta, heads, members, top, related, near),
         # Kept while Redis was unavailable, found duplicates once it was back: both copies
         # were delivered (see scrapy_neardup.state.redis).
         "late_duplicates": sorted(late, key=lambda d: d["item"]),
@@ -205,7 +208,9 @@ def _content(
     members: dict[str, Member],
     top: int,
     related: dict[str, Member],
+    near: dict[str, Member] | None = None,
 ) -> dict[str, Any]:
+    near = near or {}
     by_head: dict[str, list[Member]] = {}
     for m in members.values():
         by_head.setdefault(m.head, []).append(m)
@@ -236,6 +241,13 @@ def _content(
             for r in list(related.values())[:top]
         ],
         "related_count": len(related),
+        # Kept documents that the decision not configured (NEARDUP_DECISION) would have
+        # dropped: near a kept one, listed, never dropped for it.
+        "near": [
+            {"item": r.key, "near": r.head, "similarity": round(r.similarity, 4)}
+            for r in list(near.values())[:top]
+        ],
+        "near_count": len(near),
     }
 
 
@@ -321,6 +333,15 @@ def render(summary: dict[str, Any]) -> str:
         for r in c["related"]:
             lines.append(f"  {r['item']}")
             lines.append(f"      holds {r['holds']} ({r['containment']:.3f} of its phrases)")
+    if c.get("near_count"):
+        lines += [
+            "",
+            f"Kept, though near a kept document: {c['near_count']}"
+            " (the decision not configured, NEARDUP_DECISION, would have dropped them)",
+        ]
+        for r in c["near"]:
+            lines.append(f"  {r['item']}")
+            lines.append(f"      near {r['near']} (similarity {r['similarity']:.3f})")
     if "late_duplicates" in summary:
         lines += _render_late(summary["late_duplicates"])
     return "\n".join(lines)

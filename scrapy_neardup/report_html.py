@@ -198,6 +198,7 @@ def render_page(
     for m in drops:
         out.append(_drop(m, anchor[m.key], texts.get(m.head), texts.get(m.key)))
     out.append(_related(summary["content"]))
+    out.append(_near(summary["content"]))
     out.append(
         "<footer><p><mark>shared</mark> passage in both texts; <del>only in the kept text</del>"
         "; <ins>only in the dropped text</ins>. Containment: share of the dropped text's word "
@@ -225,6 +226,27 @@ def _related(content: dict[str, Any]) -> str:
         "it was kept, not dropped. Containment: share of the earlier page's word 3-shingles "
         "in it.</p><table><tr><th>kept</th><th>holds</th><th>containment</th></tr>"
         f"{rows}</table>"
+    )
+
+
+def _near(content: dict[str, Any]) -> str:
+    """Kept pages near a kept one by the decision not configured: listed, never hidden."""
+    near = content.get("near") or []
+    if not near:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_link(r['item'])}</td><td>{_link(r['near'])}</td>"
+        f"<td>{r['similarity']:.3f}</td></tr>"
+        for r in near
+    )
+    count = content.get("near_count", len(near))
+    return (
+        f'<h2 id="near">Kept, near a kept page ({count})</h2>'
+        "<p>The decision not configured (<code>NEARDUP_DECISION</code>) would have dropped "
+        "each of these for the page beside it; they were kept. Similarity: the word-shingle "
+        "Jaccard of the pair (simhash: 1 - distance / 64; cosine: the cosine), or under the "
+        "similar decision, that rule's measure of a page contained in the other.</p>"
+        f"<table><tr><th>kept</th><th>near</th><th>similarity</th></tr>{rows}</table>"
     )
 
 
@@ -300,7 +322,7 @@ def page_for_dir(directory: Path, max_drops: int = MAX_DROPS) -> tuple[str, dict
     from scrapy_neardup.report import read_content, summarize
 
     summary = summarize(directory)
-    _, _, members, _ = read_content(directory)
+    _, _, members, _, _ = read_content(directory)
     drops = shown(ordered_drops(members.values()), max_drops)
     path = directory / TEXTS_FILE
     texts = read_texts(path, _wanted(drops))

@@ -13,6 +13,21 @@ if str(EXAMPLE) not in sys.path:
     sys.path.insert(0, str(EXAMPLE))
 
 from demo_site import Site, build_site, serve  # noqa: E402
+
+
+def _install_reactor_for_scrapy_2_13() -> None:
+    """Scrapy 2.13's ``get_crawler()`` asks which reactor is installed and raises when none
+    is (later Scrapy assumes asyncio's): install the asyncio reactor then, as Scrapy's own
+    test suite does. With later Scrapy the tests run without one, as before."""
+    from scrapy.utils.reactor import install_reactor, is_asyncio_reactor_installed
+
+    try:
+        is_asyncio_reactor_installed()
+    except RuntimeError:
+        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+
+
+_install_reactor_for_scrapy_2_13()
 from redis_server import RedisServer  # noqa: E402
 
 #: Lines of figures the crash suite of spider kinds (tests/test_crash_kinds.py) reports.

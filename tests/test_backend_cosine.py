@@ -171,7 +171,7 @@ def test_a_single_long_sentence_and_numbers() -> None:
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"threshold": 0.3}, "threshold must be in"),
+        ({"threshold": 0.0}, "threshold must be in"),
         ({"threshold": 1.0}, "threshold must be in"),
         ({"weighting": "idf"}, "weighting must be one of"),
         ({"bits": 100}, "bits must be a multiple of 64"),

@@ -50,6 +50,12 @@ from scrapy_neardup.urls import url_fingerprint
 FRONTIER = {"scrapy_neardup.middlewares.FrontierMiddleware": 10}
 
 
+#: Whether this Scrapy makes a request's headers, cookies and flags lazily (2.14 and later):
+#: only then does the frontier write a plain request the short way; with Scrapy 2.13 it takes
+#: the full way, which these tests check all the same.
+LAZY_REQUESTS = hasattr(Request("https://a.org/"), "_headers")
+
+
 def request(n: int) -> tuple[Request, bytes]:
     url = f"https://example.com/article/{n}?" + "x" * 200
     return Request(url), url_fingerprint(url)
@@ -432,7 +438,7 @@ def test_a_plain_request_is_written_short_and_reads_back_the_same(kwargs: dict) 
     }
     plain = plain and "big" not in kwargs.get("meta", {})
     plain = plain and "__bytes__" not in kwargs.get("meta", {})
-    assert (b'"headers"' not in data) is plain
+    assert (b'"headers"' not in data) is (plain and LAZY_REQUESTS)
     if plain and hasattr(Request("https://a.org/"), "_headers"):  # Scrapy makes them lazily
         fresh = Request("https://example.com/a?b=1", **kwargs)
         request_to_json(fresh, spider)
@@ -734,7 +740,7 @@ class Colour(enum.IntEnum):
     RED = 1
 
 
-class Shade(enum.StrEnum):
+class Shade(str, enum.Enum):  # enum.StrEnum from Python 3.11
     DARK = "dark"
 
 
@@ -807,7 +813,8 @@ def test_a_crawlspiders_requests_are_journaled_and_read_back() -> None:
     assert len(requests) == 4
     assert any(type(r.meta["link_text"]) is not str for r in requests)  # lxml's
     for original in requests:
-        assert frontier_module._plain_to_json(original, spider) is not None  # the short way
+        if LAZY_REQUESTS:
+            assert frontier_module._plain_to_json(original, spider) is not None  # the short way
         copy = request_from_json(request_to_json(original, spider), spider)
         assert copy.callback == spider._callback and copy.errback == spider._errback
         assert copy.meta == original.meta and type(copy.meta["link_text"]) is str
@@ -997,7 +1004,8 @@ def test_a_parent_whose_children_all_journaled_is_done_as_before(tmp_path) -> No
     children = [child_of(parent, n, link_text="x", rule=0) for n in range(2, 5)]
     for child, fp in children:
         frontier.schedule(child, fp)
-        assert frontier_module._plain_to_json(child, None) is not None  # the fast path still
+        if LAZY_REQUESTS:
+            assert frontier_module._plain_to_json(child, None) is not None  # the fast path still
     frontier.done(parent)
     assert kinds(frontier.journal.path) == [b"Q"] * 4 + [b"D"]
     frontier.journal.close()  # a crash
@@ -1125,9 +1133,8 @@ def test_the_middleware_tags_what_a_response_yields(tmp_path) -> None:
         assert child.meta[PARENT_META] == parent_fp.hex()
     # response.meta copied into a request: it is not its parent's entry (not a redirect)
     assert FRONTIER_META not in copied.meta
-    assert (
-        frontier_module._plain_to_json(plain, crawler.spider)
-        == b'{"url":"https://example.com/plain"}'
+    assert frontier_module._plain_to_json(plain, crawler.spider) == (
+        b'{"url":"https://example.com/plain"}' if LAZY_REQUESTS else None
     )
 
     # A request that could not be journaled: its parent, pinned, answers for what it yields.

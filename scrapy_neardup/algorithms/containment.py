@@ -43,6 +43,15 @@ threshold is applied (from the shingles, the lossy-drop line, as many false posi
 filter stays under with 95 % probability, so that no drop rests on its luck), and a kept
 document whose filter is too full to trust (over 5 %) decides
 nothing.
+
+**Or similarity, as the user chooses** (``decision="similar"``, ``NEARDUP_DECISION``). The
+literature's rule drops a pair whose similarity reaches a threshold: the Jaccard of the two
+documents' word 2-shingles (0.35), read from a second Bloom filter stored beside the first
+(the new document's distinct shingles looked up in the kept one's, false positives
+subtracted as above), for every backend but SimHash (a Hamming distance within 3 bits) and
+cosine (its estimate). It drops 10 % and 20 % reprints that containment keeps, at the same
+precision on the evaluation corpus (``evaluation/ACCURACY.md``), and keeps an excerpt that
+containment drops. Whichever decides, a pair the other rule holds is recorded as *near*.
 """
 
 from __future__ import annotations
@@ -61,6 +70,16 @@ from scrapy_neardup.text import Document, ShingleSpec, normalize, token_starts
 COVERAGE = 0.9
 SHINGLES = 0.8
 RELATED = 0.8
+#: What drops a page: ``"contained"`` (its text is in a kept page: this module's rule) or
+#: ``"similar"`` (the literature's: a similarity of the pair, verified exactly, at least a
+#: threshold; see :class:`Verified`).
+DECISIONS = ("contained", "similar")
+#: The "similar" decision's word shingles and Jaccard threshold (evaluation/ACCURACY.md).
+SIMILAR_SHINGLES = 2
+SIMILARITY = 0.35
+#: simhash's "similar" rule: 1 - d / 64 at least this, a Hamming distance d within 3 bits
+#: (Manku, Jain and Das Sarma's k for 64-bit fingerprints).
+SIMHASH_SIMILARITY = 1.0 - 3 / 64
 BITS_PER_SHINGLE = 10
 MAX_FILTER_BYTES = 16384
 MAX_FALSE_POSITIVES = 0.05
@@ -68,6 +87,10 @@ MIN_OWN_WORDS = 20
 MIN_OWN_SHARE = 0.1
 LUCK = 0.05  # a drop never rests on false positives more likely than this (see _luck)
 LOSSY_BELOW = 0.8  # the lossy-drop line of the audit and the evaluation
+#: A page with at least this share of its words in lines its site repeats has no text of its
+#: own to compare (a listing, a tag page): matched exactly only (engine.without_boilerplate).
+#: 1 - MIN_OWN_SHARE: the line below which coverage() already stopped trusting its own words.
+BOILERPLATE_SHARE = 1.0 - MIN_OWN_SHARE
 _PHRASE = ShingleSpec("word", 3)
 _HEADER = struct.Struct("<IIB")  # distinct shingles, filter bits, hash functions
 _LOW32 = np.uint64(0xFFFFFFFF)
@@ -158,8 +181,8 @@ def _lines(doc: Document) -> tuple[np.ndarray, np.ndarray] | None:
     return np.array(hashes, dtype=np.uint64)[keep], words[keep].astype(np.int64)
 
 
-def phrases_of(doc: Document) -> Phrases:
-    sequence = doc.shingles(_PHRASE)
+def _filter(sequence: np.ndarray) -> tuple[np.ndarray, int, int, int]:
+    """(bits, size, hashes, count) of a Bloom filter of the distinct hashes of ``sequence``."""
     distinct = np.unique(sequence)
     count = len(distinct)
     size = max(64, min(BITS_PER_SHINGLE * count, 8 * MAX_FILTER_BYTES))
@@ -167,11 +190,56 @@ def phrases_of(doc: Document) -> Phrases:
     hashes = max(1, min(16, round(size / max(1, count) * math.log(2))))
     flags = np.zeros(size, dtype=bool)
     flags[_positions(distinct, size, hashes).ravel()] = True
-    bits = np.packbits(flags, bitorder="little")
+    return np.packbits(flags, bitorder="little"), size, hashes, count
+
+
+def shingles_of(doc: Document, spec: ShingleSpec) -> Phrases:
+    """A Bloom filter of ``doc``'s distinct ``spec`` shingles (with them, sorted, as its
+    ``sequence``): what :func:`jaccard` compares for the "similar" decision."""
+    distinct = np.unique(doc.shingles(spec))
+    return Phrases(*_filter(distinct), distinct)
+
+
+def jaccard(new: Phrases, kept: Phrases) -> float | None:
+    """The Jaccard similarity of the two documents' shingle sets: ``new``'s distinct shingles
+    (all of them, from its sequence) looked up in ``kept``'s filter, the filter's false
+    positives subtracted as :func:`coverage` does; None when ``kept``'s filter is too full
+    to say. Boilerplate is not left out: this is the literature's measure of the pair."""
+    rate = kept.false_positive_rate
+    if new.sequence is None or rate > MAX_FALSE_POSITIVES:
+        return None
+    distinct = new.sequence if new.count == len(new.sequence) else np.unique(new.sequence)
+    if len(distinct) == 0 or kept.count == 0:
+        return 0.0
+    hit = int(np.count_nonzero(kept.contains(distinct)))
+    common = (hit - rate * len(distinct)) / (1.0 - rate)
+    common = min(max(0.0, common), float(len(distinct)), float(kept.count))
+    return common / (len(distinct) + kept.count - common)
+
+
+def phrases_of(doc: Document) -> Phrases:
+    sequence = doc.shingles(_PHRASE)
+    bits, size, hashes, count = _filter(sequence)
     lines = _lines(doc)
     if lines is None:
         return Phrases(bits, size, hashes, count, sequence)
     return Phrases(bits, size, hashes, count, sequence, *lines)
+
+
+#: The candidate search of the "similar" decision, where the method's own default would not
+#: propose the pairs it accepts (MinHash's bands on 3-shingles at 0.4 miss a 20 % reprint,
+#: whose word-set Jaccard is ~0.5): the bands on the rule's own shingles, at a threshold
+#: below the rule's (evaluation/ACCURACY.md).
+SIMILAR_CANDIDATES = 0.3
+
+
+def candidate_params(method: str, decision: str, similar_shingles: int | None = None) -> dict:
+    """Default method parameters for a decision: for "similar", MinHash bands over the
+    rule's shingles at :data:`SIMILAR_CANDIDATES`; nothing otherwise."""
+    if decision != "similar" or method != "minhash":
+        return {}
+    size = SIMILAR_SHINGLES if similar_shingles is None else similar_shingles
+    return {"shingles": f"word:{size}", "threshold": SIMILAR_CANDIDATES}
 
 
 class SiteLines:
@@ -182,9 +250,9 @@ class SiteLines:
     covered words: a copy placed in another site's template is judged by its own text, not by
     that template's links, which the kept copy cannot hold. It only ever leaves words out of
     the *new* page's count; a page with too few words left (:data:`MIN_OWN_WORDS`,
-    :data:`MIN_OWN_SHARE`) is no near copy of anything (:func:`says_little`). Counts live
-    in this process (rebuilt as a crawl goes, not saved) and are bounded: ``max_lines`` per
-    site, ``max_sites`` sites, the least recently seen forgotten first.
+    :data:`MIN_OWN_SHARE`) is judged on all of them. Counts live in this process (rebuilt as
+    a crawl goes, not saved) and are bounded: ``max_lines`` per site, ``max_sites`` sites,
+    the least recently seen forgotten first.
 
     Why 3, and only kept pages: a navigation line is on every page of a site, a paragraph of
     an article on one kept page (its copies are dropped, and do not count). A line on three
@@ -227,14 +295,20 @@ class SiteLines:
 
 @dataclass(frozen=True)
 class Check:
-    """A verified candidate: ``contained`` (the new document is in the kept one: a drop) or
-    ``related`` (nearly all of the kept one is in the new one, which carries more)."""
+    """A verified candidate. ``duplicate``: the decision drops the new document (for
+    ``"contained"``, it is in the kept one; for ``"similar"``, the pair reaches the
+    similarity threshold); else ``related`` (nearly all of the kept one is in the new one,
+    which carries more) or ``near`` (the other decision would have dropped it)."""
 
     similarity: float  # the backend's own measure, as reported
-    contained: bool
+    contained: bool  # the containment rule holds (whatever decides)
     related: bool
     coverage: float  # share of the new document's words in a phrase of the kept one
     reverse: float  # share of the kept one's phrases in the new one
+    duplicate: bool = False  # the configured decision drops it
+    similar: bool = False  # the "similar" rule holds (whatever decides)
+    near: bool = False  # kept, but the decision not configured would drop it
+    measure: float = 0.0  # the "similar" rule's measure: Jaccard, 1 - d/64, cosine
 
 
 class Coverage(NamedTuple):
@@ -245,10 +319,11 @@ class Coverage(NamedTuple):
     shingles: float  # share of the new document's 3-shingles that the kept one has
 
 
-def coverage(new: Phrases, kept: Phrases, copy_at: float = 1.1) -> Coverage | None:
+def coverage(
+    new: Phrases, kept: Phrases, copy_at: float = 1.1, copy_shingles: float = SHINGLES
+) -> Coverage | None:
     """How much of ``new`` ``kept`` holds, corrected for the filter's false positives; None
-    when ``kept``'s filter is too full to say, or when ``new`` is nearly all lines its site
-    repeats (:func:`says_little`). ``reverse`` is 0.0, not worked out, for a copy
+    when ``kept``'s filter is too full to say. ``reverse`` is 0.0, not worked out, for a copy
     (:func:`holds` at ``copy_at`` covered words): a copy needs no related check. Words and
     shingles of lines ``new``'s site repeats (:class:`SiteLines`) are left out of both.
 
@@ -259,7 +334,7 @@ def coverage(new: Phrases, kept: Phrases, copy_at: float = 1.1) -> Coverage | No
         return None
     hit = kept.contains(new.sequence)
     found = _measure(new, hit, rate)
-    if found is None or holds(found, copy_at) or not kept.count:
+    if holds(found, copy_at, copy_shingles) or not kept.count:
         return found
     distinct = np.unique(new.sequence[hit])
     reverse = (len(distinct) - rate * new.count) / kept.count
@@ -279,8 +354,6 @@ def text_coverage(new: str | Document, kept: str | Document) -> Coverage | None:
     distinct = np.unique(kept_doc.shingles(_PHRASE))
     hit = np.isin(phrases.sequence, distinct)
     found = _measure(phrases, hit, 0.0)
-    if found is None:
-        return None
     reverse = len(np.unique(phrases.sequence[hit])) / len(distinct) if len(distinct) else 0.0
     return found._replace(reverse=float(reverse))
 
@@ -292,10 +365,10 @@ def lossy(found: Coverage | None) -> bool:
     return found is not None and found.shingles < LOSSY_BELOW
 
 
-def _measure(new: Phrases, hit: np.ndarray, rate: float) -> Coverage | None:
+def _measure(new: Phrases, hit: np.ndarray, rate: float) -> Coverage:
     """Covered words and shared shingles of ``new`` (``reverse`` left at 0.0), given which of
     its 3-shingles (in text order) the kept document has and the rate at which that answer is
-    a false positive; None when ``new`` says too little of its own (:func:`says_little`)."""
+    a false positive."""
     words = len(hit) + _PHRASE.size - 1 if len(hit) > 1 else len(hit)
     covered = np.zeros(words, dtype=bool)
     for offset in range(words - len(hit) + 1):
@@ -303,10 +376,11 @@ def _measure(new: Phrases, hit: np.ndarray, rate: float) -> Coverage | None:
     counted = _within_lines(new, len(hit), words)
     if new.ignore is not None and len(new.ignore) == words:
         own = ~new.ignore
-        if says_little(own):
-            return None
-        covered = covered[own]
-        counted &= own[: len(hit)]  # the shingles that start at its own words
+        # A page that is nearly all lines its site repeats is judged on all its words (one
+        # with BOILERPLATE_SHARE of them is matched exactly only: engine.without_boilerplate).
+        if own.sum() >= max(MIN_OWN_WORDS, MIN_OWN_SHARE * words):
+            covered = covered[own]
+            counted &= own[: len(hit)]  # the shingles that start at its own words
     shared = hit[counted] if counted.any() else hit
     # An uncovered word has up to 3 chances of a false positive; a shingle, one.
     chance = 1.0 - (1.0 - rate) ** _PHRASE.size
@@ -319,10 +393,9 @@ def _corrected(found: int, total: int, rate: float) -> float:
     """The share ``found / total`` of a filter's answers, less the false positives it may
     have made among the answers that were truly "no": as many as it stays under with
     probability 1 - :data:`LUCK` (95 %, :func:`_luck`), or its mean where that is more. For
-    the shingles, the
-    lossy-drop line; covered words keep the mean's correction (a bound there too cost the
-    synthetic copies with an inserted ad paragraph of ``tests/test_engine.py``: 0.75 to 0.65
-    found).
+    the shingles, the lossy-drop line; covered words keep the mean's correction (a bound
+    there too cost the synthetic copies with an inserted ad paragraph of
+    ``tests/test_engine.py``: 0.75 to 0.65 found).
 
     Subtracting the mean alone let a drop rest on the filter's luck: ``c3ref/blob_read.html``
     of sqlite3-doc has 0.792 of its 3-shingles in ``blob_write.html``, and the filter said
@@ -348,17 +421,6 @@ def _luck(mean: float) -> int:
     return k
 
 
-def says_little(own: np.ndarray) -> bool:
-    """Whether a page whose own words (not its site's boilerplate lines) are ``own`` is
-    nearly all boilerplate: fewer than :data:`MIN_OWN_WORDS` words of its own, or less than
-    :data:`MIN_OWN_SHARE` of its words. Such a page (a syntax diagram's page: the site's
-    menu, its name, "Used by" and two links) says nothing a near copy could be checked on,
-    and its boilerplate is in every page of the site: it is never a near copy, only an exact
-    one (the exact hash)."""
-    mine = int(own.sum())
-    return mine < max(MIN_OWN_WORDS, MIN_OWN_SHARE * len(own))
-
-
 def _within_lines(new: Phrases, shingles: int, words: int) -> np.ndarray:
     """Which of ``new``'s 3-shingles lie within one line: the shingles counted. One that
     spans two paragraphs is no phrase of either, and would make paragraphs in another order
@@ -376,22 +438,62 @@ def holds(found: Coverage | None, words: float = COVERAGE, shingles: float = SHI
     return found is not None and found.words >= words and found.shingles >= shingles
 
 
-class Verified:
-    """A backend whose candidates are verified by containment (see the module docstring).
+def _unit(name: str, value: float) -> float:
+    if isinstance(value, bool) or not 0.0 < value <= 1.0:
+        raise ValueError(f"{name} threshold must be in (0, 1], got {value}")
+    return float(value)
 
-    Its signature is ``(backend signature, Phrases)``; buckets, probing and everything else
-    the engine may ask of the backend (``reads_tokens``, MinHash's ``adopt``) are the
-    backend's. The backend's ``estimate`` (its similarity without its threshold, where it has
-    one) only screens candidates; the decision is :meth:`check`'s.
+
+class Verified:
+    """A backend whose candidates are verified exactly (see the module docstring).
+
+    Its signature is ``(backend signature, Phrases, Phrases | None)``: the backend's, the
+    3-shingle filter containment reads, and a filter of the "similar" rule's shingles when
+    they are not 3-shingles. Buckets, probing and everything else the engine may ask of the
+    backend (``reads_tokens``, MinHash's ``adopt``) are the backend's. The backend's
+    ``estimate`` (its similarity without its threshold, where it has one) only screens
+    candidates; the decision is :meth:`check`'s.
+
+    Both rules are worked out for every candidate; ``decision`` says which one drops:
+
+    * ``"contained"``: ``coverage`` of the new document's words in a 3-shingle of the kept
+      one and ``shingles`` of its 3-shingles in it (:func:`holds`).
+    * ``"similar"``: for the set backends, the Jaccard similarity of the two documents'
+      word ``similar_shingles``-shingles (:func:`jaccard`, exact but for the filter's
+      false positives, which are subtracted) at least ``similarity``; for simhash, a
+      Hamming distance within ``64 * (1 - similarity)`` bits (default 3, Manku's; the
+      index's ``k`` must reach it); for cosine, its cosine estimate (2048 hyperplanes) at
+      least ``similarity`` (default: the method's threshold).
+
+    A pair the other rule holds is ``near`` (kept, recorded beside the kept one).
     """
 
-    def __init__(self, backend: Any, *, coverage: float = COVERAGE, related: float = RELATED):
-        for name, value in (("coverage", coverage), ("related", related)):
-            if not 0.0 < value <= 1.0:
-                raise ValueError(f"containment {name} threshold must be in (0, 1], got {value}")
+    def __init__(
+        self,
+        backend: Any,
+        *,
+        decision: str = "contained",
+        coverage: float = COVERAGE,
+        shingles: float = SHINGLES,
+        related: float = RELATED,
+        similarity: float | None = None,
+        similar_shingles: int = SIMILAR_SHINGLES,
+    ):
+        if decision not in DECISIONS:
+            raise ValueError(f"decision must be one of {DECISIONS}, got {decision!r}")
+        self.coverage = _unit("containment coverage", coverage)
+        self.shingles = _unit("containment shingles", shingles)
+        self.related = _unit("containment related", related)
+        if isinstance(similar_shingles, bool) or similar_shingles not in range(1, 6):
+            raise ValueError(f"similar shingles must be 1..5 words, got {similar_shingles}")
         self.backend = backend
         self.name = backend.name
-        self.coverage, self.related = coverage, related
+        self.decision = decision
+        self.similar_shingles = similar_shingles
+        self._spec = ShingleSpec("word", similar_shingles)
+        self.similarity_threshold = (
+            self._default_similarity() if similarity is None else _unit("similarity", similarity)
+        )
         self._estimate = getattr(backend, "estimate", backend.similarity)
         if hasattr(backend, "probe_count"):  # the engine asks it of a whole signature
             self.probe_count = lambda signature: backend.probe_count(signature[0])
@@ -402,44 +504,108 @@ class Verified:
         # Only reached for attributes this class lacks: the backend's optional ones.
         return getattr(self.__dict__["backend"], name)
 
+    @property
+    def _jaccard(self) -> bool:
+        return self.name not in ("simhash", "cosine")
+
     def params(self) -> dict[str, Any]:
         verify = {"filter": f"bloom{BITS_PER_SHINGLE}", "coverage": self.coverage}
-        return {**self.backend.params(), "verify": {**verify, "related": self.related}}
+        verify["related"] = self.related
+        # Beyond the parameters of states written before them, only where they differ
+        # from their defaults: a state of the default decision reads as it did.
+        extra = {
+            "decision": (self.decision, "contained"),
+            "shingles": (self.shingles, SHINGLES),
+            "similar_shingles": (
+                self.similar_shingles if self._jaccard else SIMILAR_SHINGLES,
+                SIMILAR_SHINGLES,
+            ),
+            "similarity": (self.similarity_threshold, self._default_similarity()),
+        }
+        verify.update({k: v for k, (v, default) in extra.items() if v != default})
+        return {**self.backend.params(), "verify": verify}
 
-    def signature(self, doc: Document) -> tuple[Any, Phrases]:
-        return self.backend.signature(doc), phrases_of(doc)
+    def _default_similarity(self) -> float:
+        if self.name == "simhash":
+            return SIMHASH_SIMILARITY
+        return float(self.backend.threshold) if self.name == "cosine" else SIMILARITY
 
-    def bucket_keys(self, signature: tuple[Any, Phrases]) -> list[int]:
+    def signature(self, doc: Document) -> tuple[Any, Phrases, Phrases | None]:
+        extra = None
+        if self._jaccard and self._spec != _PHRASE:
+            extra = shingles_of(doc, self._spec)
+        return self.backend.signature(doc), phrases_of(doc), extra
+
+    def bucket_keys(self, signature: tuple[Any, ...]) -> list[int]:
         return self.backend.bucket_keys(signature[0])
 
-    def check(self, new: tuple[Any, Phrases], kept: tuple[Any, Phrases]) -> Check | None:
-        """None when the candidate is neither a copy nor related."""
+    def measure(self, new: tuple[Any, ...], kept: tuple[Any, ...], estimate: float) -> float | None:
+        """The "similar" rule's measure of a candidate (None: cannot say)."""
+        if not self._jaccard:
+            return float(estimate)  # simhash: 1 - d/64 within k; cosine: its estimate
+        at = 1 if self._spec == _PHRASE else 2
+        if len(new) <= at or len(kept) <= at or new[at] is None or kept[at] is None:
+            return None
+        return jaccard(new[at], kept[at])
+
+    def check(self, new: tuple[Any, ...], kept: tuple[Any, ...]) -> Check | None:
+        """None when the candidate is neither a copy, related nor near."""
         similarity = self._estimate(new[0], kept[0])
         if similarity is None:
             return None
-        found = coverage(new[1], kept[1], copy_at=self.coverage)
-        if found is None:
+        found = coverage(new[1], kept[1], self.coverage, self.shingles)
+        contained = holds(found, self.coverage, self.shingles)
+        measure = self.measure(new, kept, similarity)
+        similar = measure is not None and measure >= self.similarity_threshold - 1e-9
+        duplicate = contained if self.decision == "contained" else similar
+        related = not duplicate and found is not None and found.reverse >= self.related
+        other = similar if self.decision == "contained" else contained
+        near = not (duplicate or related) and other
+        if not (duplicate or related or near):
             return None
-        contained = holds(found, self.coverage)
-        related = not contained and found.reverse >= self.related
-        if not (contained or related):
-            return None
-        return Check(float(similarity), contained, related, found.words, found.reverse)
+        words = found.words if found is not None else 0.0
+        reverse = found.reverse if found is not None else 0.0
+        return Check(
+            float(similarity),
+            contained,
+            related,
+            words,
+            reverse,
+            duplicate,
+            similar,
+            near,
+            float(measure or 0.0),
+        )
 
-    def similarity(self, a: tuple[Any, Phrases], b: tuple[Any, Phrases]) -> float | None:
+    def similarity(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> float | None:
         """The backend's similarity of a pair that :meth:`check` calls a copy, else None."""
         found = self.check(a, b)
-        return found.similarity if found is not None and found.contained else None
+        return found.similarity if found is not None and found.duplicate else None
 
-    def encode(self, signature: tuple[Any, Phrases]) -> bytes:
+    def encode(self, signature: tuple[Any, ...]) -> bytes:
         inner = self.backend.encode(signature[0])
-        return struct.pack("<I", len(inner)) + inner + signature[1].encode()
+        out = struct.pack("<I", len(inner)) + inner + signature[1].encode()
+        if len(signature) > 2 and signature[2] is not None:
+            out += signature[2].encode()
+        return out
 
-    def decode(self, data: bytes) -> tuple[Any, Phrases]:
+    def decode(self, data: bytes) -> tuple[Any, Phrases, Phrases | None]:
         if len(data) < 4:
             raise ValueError(f"verified signature needs at least 4 bytes, got {len(data)}")
         (length,) = struct.unpack_from("<I", data)
         if 4 + length > len(data):
             raise ValueError("corrupt verified signature: backend part is cut")
         view = memoryview(data)
-        return self.backend.decode(bytes(view[4 : 4 + length])), Phrases.decode(view[4 + length :])
+        rest = view[4 + length :]
+        # A filter's header gives its length, so a second one (the similar rule's) follows
+        # the first; states written without it decode as before.
+        if len(rest) >= _HEADER.size:
+            _, size, _ = _HEADER.unpack_from(rest)
+            first = _HEADER.size + (size + 7) // 8
+            if first < len(rest):
+                return (
+                    self.backend.decode(bytes(view[4 : 4 + length])),
+                    Phrases.decode(rest[:first]),
+                    Phrases.decode(rest[first:]),
+                )
+        return self.backend.decode(bytes(view[4 : 4 + length])), Phrases.decode(rest), None

@@ -178,8 +178,11 @@ class CosineMethod:
         bands: tuple[int, int] | None = None,
         seed: int = 1,
     ) -> None:
-        if not 0.5 <= threshold < 1.0:
-            raise ValueError(f"cosine threshold must be in [0.5, 1), got {threshold}")
+        # Any threshold in (0, 1): it is the "similar" decision's default cosine over the
+        # candidates, which the bands find at max(threshold, BAND_COSINE) (below 0.9, at
+        # the recall band_recall gives: give ``bands`` for more)
+        if isinstance(threshold, bool) or not 0.0 < threshold < 1.0:
+            raise ValueError(f"cosine threshold must be in (0, 1), got {threshold}")
         if weighting not in WEIGHTINGS:
             raise ValueError(f"cosine weighting must be one of {WEIGHTINGS}, got {weighting!r}")
         banding = optimal_bands(max(threshold, BAND_COSINE)) if bands is None else tuple(bands)

@@ -51,6 +51,10 @@ from simhash import Simhash
 from scrapy_neardup.text import CJK_CHARS, Document, ShingleSpec, term_weights
 
 BITS = 64
+#: The widest k: at 12 bits the index has 455 tables (``blocks = k + 3``) of 12-13 bit
+#: keys, so each query screens many fingerprints (by Hamming distance, in the store) and
+#: verifies those within k; use it with the "similar" decision's precision in mind.
+MAX_K = 12
 WEIGHTS = ("count", "log")
 
 
@@ -157,9 +161,10 @@ class SimHashMethod:
         if weights not in WEIGHTS:
             raise ValueError(f"simhash weights must be one of {WEIGHTS}, got {weights!r}")
         self.weights = weights
-        if not 1 <= k <= 7:
-            raise ValueError(f"simhash k must be 1..7 bits, got {k}")
-        blocks = k + 2 if blocks is None else blocks
+        if isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise ValueError(f"simhash k must be 1..{MAX_K} bits, got {k}")
+        if blocks is None:  # above 7 bits, pairs of blocks would be keys of 9-12 bits
+            blocks = k + 2 if k <= 7 else k + 3
         if not k + 1 <= blocks <= k + 3:
             raise ValueError(f"simhash blocks must be k+1..k+3 ({k + 1}..{k + 3}), got {blocks}")
         if not 0 <= lines <= 1000:

@@ -96,7 +96,7 @@ class NearDupState:
         self.urls: Any
         spec = SignerSpec(
             config.backend,
-            tuple(sorted(config.method_params().items())),
+            tuple(sorted({**config.method_params(), **config.verify_params()}.items())),
             config.min_tokens,
             config.max_text_chars,
         )

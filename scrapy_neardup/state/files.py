@@ -101,6 +101,10 @@ class ContentJournal:
         record = MemberRecord(m.key, m.head, m.method, m.similarity, related=True)
         self.journal.append(encode_member(record))
 
+    def near(self, m: Member) -> None:
+        record = MemberRecord(m.key, m.head, m.method, m.similarity, near=True)
+        self.journal.append(encode_member(record))
+
     def replay(self, payload: bytes) -> HeadRecord | MemberRecord:
         record = decode_content_record(payload)
         if isinstance(record, HeadRecord):
@@ -114,6 +118,8 @@ class ContentJournal:
             member = Member(record.key, record.head, record.method, record.similarity)
             if record.related:
                 self.dedup.restore_related(member)
+            elif record.near:
+                self.dedup.restore_near(member)
             else:
                 self.dedup.restore_member(member)
         return record
@@ -127,7 +133,10 @@ class FileState(NearDupState):
         config = self.config
         self.urls = ScalableBloomFilter(config.bloom_capacity, config.bloom_error_rate)
         self.dedup = Deduplicator(
-            config.make_method(), min_tokens=config.min_tokens, stores=config.stores()
+            config.make_method(),
+            min_tokens=config.min_tokens,
+            stores=config.stores(),
+            **config.verify_params(),
         )
         self._url_journal: Journal | None = None
         self._content_journal: Journal | None = None

@@ -144,7 +144,11 @@ class RedisState(NearDupState):
             return redis_index.RedisBucketStore(self.redis_client, prefix, name, codec)
 
         self.dedup = GuardedDeduplicator(
-            method, min_tokens=config.min_tokens, stores=stores, guard=self._check_blocking
+            method,
+            min_tokens=config.min_tokens,
+            stores=stores,
+            guard=self._check_blocking,
+            **config.verify_params(),
         )
         self.recorder = redis_index.RedisRecorder(self.redis_client, prefix)
         self.dedup.recorder = self.recorder
@@ -754,7 +758,9 @@ class RedisState(NearDupState):
                 log_level="INFO",
             )
         if self._outage_dedup is None:
-            self._outage_dedup = Deduplicator(self.dedup.method, min_tokens=self.dedup.min_tokens)
+            self._outage_dedup = Deduplicator(
+                self.dedup.method, min_tokens=self.dedup.min_tokens, **self.config.verify_params()
+            )
         local = self._outage_dedup
         given = key
         if unique:

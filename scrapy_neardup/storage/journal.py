@@ -540,6 +540,7 @@ def load_snapshot(path: Path) -> bytes | None:
 #          | u32 tokens                                                        (a kept document)
 #     b"M" | u32 len | key | u32 len | head | u32 len | method | f64 similarity   (a duplicate)
 #     b"R" | the same fields, similarity: containment of the head in the key (a related one)
+#     b"N" | the same fields, similarity: the other decision's measure (a near one)
 
 
 @dataclass(frozen=True)
@@ -562,6 +563,7 @@ class MemberRecord:
     method: str
     similarity: float
     related: bool = False
+    near: bool = False  # a kept document near the head (engine.Verdict.near_to)
 
 
 def _blob(data: bytes) -> bytes:
@@ -589,7 +591,7 @@ def encode_head(record: HeadRecord) -> bytes:
 
 def encode_member(record: MemberRecord) -> bytes:
     return (
-        (b"R" if record.related else b"M")
+        (b"R" if record.related else b"N" if record.near else b"M")
         + _blob(record.key.encode())
         + _blob(record.head.encode())
         + _blob(record.method.encode())
@@ -608,9 +610,11 @@ def decode_content_record(payload: bytes) -> HeadRecord | MemberRecord:
         near, pos = _take_blob(payload, pos + 1)
         (tokens,) = struct.unpack_from("<I", payload, pos)
         return HeadRecord(key.decode(), exact, near if has_near else None, tokens)
-    if kind in (b"M", b"R"):
+    if kind in (b"M", b"R", b"N"):
         head, pos = _take_blob(payload, pos)
         method, pos = _take_blob(payload, pos)
         (similarity,) = struct.unpack_from("<d", payload, pos)
-        return MemberRecord(key.decode(), head.decode(), method.decode(), similarity, kind == b"R")
+        return MemberRecord(
+            key.decode(), head.decode(), method.decode(), similarity, kind == b"R", kind == b"N"
+        )
     raise ValueError(f"unknown record type {kind!r}")

@@ -213,6 +213,7 @@ class RedisRecorder:
         self.counts = f"{key_base(prefix)}:counts"
         self.late_members = f"{key_base(prefix)}:late"
         self.related_members = f"{key_base(prefix)}:related"
+        self.near_members = f"{key_base(prefix)}:near"
 
     def head(self, key: str, signed: Any) -> None:
         pass
@@ -223,6 +224,11 @@ class RedisRecorder:
     def related(self, member: Any) -> None:
         """A kept document that holds, and adds to, the kept ``member.head``."""
         self._record(self.related_members, member, "related")
+
+    def near(self, member: Any) -> None:
+        """A kept document near the kept ``member.head`` (the decision not configured would
+        have dropped it)."""
+        self._record(self.near_members, member, "near")
 
     def late(self, member: Any) -> None:
         """A duplicate found only after it was delivered (kept while Redis was unavailable);
@@ -262,7 +268,8 @@ def members(
 ) -> Iterable[tuple[str, str, str, float]]:
     """(duplicate, head, method, similarity) of every recorded duplicate (``hash_name``
     ``"late"``: of those found only after they were delivered; ``"related"``: kept documents
-    that hold a kept one, the similarity being that one's containment in them)."""
+    that hold a kept one, the similarity being that one's containment in them; ``"near"``:
+    kept documents near a kept one)."""
     for key, packed in client.hscan_iter(f"{key_base(prefix)}:{hash_name}", count=1000):
         yield (key.decode("utf-8", "surrogatepass"), *unpack_member(packed))
 
