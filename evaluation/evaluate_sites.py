@@ -20,13 +20,15 @@ small machine). One crawl per (site, backend), each in its own process (a reacto
 restart). Concurrency (16 requests) makes the crawl order, and so which copy is kept first,
 vary a little between runs.
 
-Scoring uses none of the plugin's code: each page's main text is trafilatura's (its default
-cascade, as a user calling it would get; the whole ``<body>`` text where it finds nothing, so an
-empty extraction never hides a loss), tokenised by a regex with jieba for CJK runs, as sets of
-word 3-shingles. The *containment* of a dropped page in the page it was dropped for is the share
-of its 3-shingles found in that page (see :class:`Texts`); a drop below 0.8 is **lossy**: the
-crawl lost text that nothing it kept holds (issue 12's definition). ``--rescore`` scores the
-saved crawls again without crawling.
+Scoring reads the pages with none of the plugin's extraction: each page's main text is
+trafilatura's (its default cascade, as a user calling it would get; the whole ``<body>`` text
+where it finds nothing, so an empty extraction never hides a loss). It measures them as the
+decision and the audit page do, exactly
+(:func:`scrapy_neardup.algorithms.containment.text_coverage`: the plugin's words, jieba for
+CJK). The *containment* of a dropped page in the page it was dropped for is the share of its
+word 3-shingles within its lines found in that page (see :class:`Texts`); below
+:data:`LOSSY_BELOW` (0.8) a drop is **lossy**: the crawl lost text that nothing it kept holds.
+``--rescore`` scores the saved crawls again without crawling.
 
 The default cap, 700 pages per site, gives 2,410 pages over the seven sites, and all eight
 backends take about 8 minutes on 2 cores (7-23 s per crawl of a 700-page site). A cap of 400
@@ -61,6 +63,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import run_spider, serve_pages  # noqa: E402
+from scrapy_neardup.algorithms.containment import LOSSY_BELOW, text_coverage  # noqa: E402
 
 ALL_BACKENDS = [
     "minhash",
@@ -78,8 +81,6 @@ ALL_BACKENDS = [
 #: drop is still verified.
 LSHBLOOM = "minhash+lshbloom"
 DEFAULT_CACHE = Path.home() / ".cache" / "scrapy-neardup" / "sites"
-LOSSY_BELOW = 0.8  # issue 12: a drop that keeps less than 80 % of the page's 3-shingles
-SHINGLE = 3
 # Containment bins of the drop distribution (lower bounds).
 BINS = (0.0, 0.2, 0.5, 0.8, 0.95, 1.0)
 
@@ -145,6 +146,13 @@ def sites() -> list[Site]:
             "usr/share/doc/debian-handbook/html",
             tuple(f"{lang}/index.html" for lang in book),
             "English, German, Dutch and Chinese editions, partly translated",
+        ),
+        Site(
+            "sqlite",
+            ("sqlite3-doc",),
+            "usr/share/doc/sqlite3",
+            ("index.html",),
+            "C API reference pages of one template, release notes, syntax diagrams",
         ),
     ]
 
@@ -338,47 +346,12 @@ def crawl_site(
 
 # ---------------------------------------------------------------- scoring (no plugin code)
 
-CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-TOKEN = re.compile(f"[{CJK}]+|[^\\W{CJK}]+")
-CJK_RUN = re.compile(f"[{CJK}]")
 
-
-def tokens(text: str) -> list[str]:
-    """Lower-cased words; runs of CJK characters cut into words by jieba."""
-    out: list[str] = []
-    for run in TOKEN.findall(text.lower()):
-        if CJK_RUN.match(run):
-            out.extend(w for w in _jieba().lcut(run) if w.strip())
-        else:
-            out.append(run)
-    return out
-
-
-_JIEBA = None
-
-
-def _jieba():  # type: ignore[no-untyped-def]
-    global _JIEBA
-    if _JIEBA is None:
-        import logging
-
-        import jieba
-
-        jieba.setLogLevel(logging.WARNING)
-        _JIEBA = jieba
-    return _JIEBA
-
-
-def shingles(words: list[str], n: int = SHINGLE) -> set[tuple[str, ...]]:
-    """Word n-shingles; a text shorter than n words is one shingle of all its words."""
-    if len(words) < n:
-        return {tuple(words)} if words else set()
-    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
-
-
-def containment(part: set, whole: set) -> float:
-    """Share of ``part`` found in ``whole``; an empty ``part`` loses nothing (1.0)."""
-    return len(part & whole) / len(part) if part else 1.0
+def contained(page: str, original: str) -> float:
+    """Containment of the text ``page`` in ``original``: the decision's measure, exactly
+    (``text_coverage``'s ``shingles``); a page without words loses nothing (1.0)."""
+    found = text_coverage(page, original)
+    return 1.0 if found is None else found.shingles
 
 
 def main_text(html: bytes) -> str:
@@ -401,33 +374,27 @@ def body_text(html: bytes) -> str:
 
 
 class Texts:
-    """Texts of a site's pages as 3-shingles, extracted on demand; main texts are cached on
-    disk by content hash.
+    """Texts of a site's pages, extracted on demand; main texts are cached on disk by content
+    hash.
 
     A dropped page counts by its main text (its boilerplate, shared with every page of the
     site, would hide a loss); the page it was dropped for by its main text *and* all its
-    visible text, because trafilatura sometimes keeps one section of a page (Sphinx release
-    notes: the "Bugfixes" list without the "Security" one), and a passage it missed in the
-    original is still there for the reader: it must not count as lost."""
+    visible text (a line apart), because trafilatura sometimes keeps one section of a page
+    (Sphinx release notes: the "Bugfixes" list without the "Security" one), and a passage it
+    missed in the original is still there for the reader: it must not count as lost."""
 
     def __init__(self, root: Path, cache_file: Path | None) -> None:
         self.root, self.cache_file = root, cache_file
         self.cache: dict[str, str] = {}
         if cache_file and cache_file.exists():
             self.cache = json.loads(cache_file.read_text())
-        self.shingled: dict[tuple[str, bool], set] = {}
 
-    def shingles(self, path: str, whole: bool = False) -> set:
-        if (path, whole) not in self.shingled:
-            html = (self.root / path).read_bytes()
-            key = hashlib.sha1(html).hexdigest()
-            if key not in self.cache:
-                self.cache[key] = main_text(html)
-            found = shingles(tokens(self.cache[key]))
-            if whole:
-                found |= shingles(tokens(body_text(html)))
-            self.shingled[path, whole] = found
-        return self.shingled[path, whole]
+    def text(self, path: str, whole: bool = False) -> str:
+        html = (self.root / path).read_bytes()
+        key = hashlib.sha1(html).hexdigest()
+        if key not in self.cache:
+            self.cache[key] = main_text(html)
+        return f"{self.cache[key]}\n{body_text(html)}" if whole else self.cache[key]
 
     def save(self) -> None:
         if self.cache_file:
@@ -452,7 +419,7 @@ def score(crawled: dict, texts: Texts) -> Score:
         if not original:
             s.unscored += 1
             continue
-        c = containment(texts.shingles(page), texts.shingles(original, whole=True))
+        c = contained(texts.text(page), texts.text(original, whole=True))
         s.bins[min(bisect.bisect_right(BINS, c) - 1, len(BINS) - 2)] += 1
         if c < LOSSY_BELOW:
             s.lossy += 1

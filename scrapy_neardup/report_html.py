@@ -8,10 +8,15 @@ matching, as in Python's ``difflib``); a shared run shorter than :data:`MIN_SHAR
 inside a changed passage is shown as changed, so that "the" and "of" do not speckle it.
 
 Beside the method and the similarity the engine reported, each drop shows its
-**containment**: the share of the dropped text's word 3-shingles (words as the plugin reads
-them: :func:`scrapy_neardup.text.tokenize`, jieba for Chinese) found in the kept text,
-computed here, exactly, from the kept texts. Below 0.8 the drop lost text nothing kept holds
-(the "lossy drop" of the accuracy evaluation).
+**containment** and **covered words**, computed here, exactly, from the kept texts, by the
+function whose approximation decided the drop
+(:func:`scrapy_neardup.algorithms.containment.text_coverage`: words as the plugin reads them,
+jieba for Chinese; containment is the share of the dropped text's word 3-shingles within its
+lines found in the kept text, covered words the share of its words in a 3-shingle of the kept
+text). The decision knows the kept text by a Bloom filter and leaves out lines the site
+repeats, so its figures can differ a little. Below 0.8 containment the drop lost text nothing
+kept holds (the "lossy drop" of the accuracy evaluation): the project's fixed line, whatever
+thresholds the crawl was given.
 
 The texts are those kept with ``NEARDUP_KEEP_TEXT`` (:mod:`scrapy_neardup.storage.texts`);
 without them the page shows the clusters and similarities and says how to keep texts. Inline
@@ -31,6 +36,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from scrapy_neardup.algorithms.containment import LOSSY_BELOW, Coverage, text_coverage
 from scrapy_neardup.engine import Member
 from scrapy_neardup.storage.texts import TEXTS_FILE, read_texts, redis_key, redis_texts
 from scrapy_neardup.text import CJK_CHARS
@@ -39,9 +45,6 @@ from scrapy_neardup.text import CJK_CHARS
 MAX_DROPS = 100
 #: Shared runs of fewer words than this inside a changed passage are shown as changed.
 MIN_SHARED = 3
-#: Containment below this is a lossy drop (the accuracy evaluation's definition).
-LOSSY_BELOW = 0.8
-SHINGLE = 3
 
 # Han, kana and hangul (as scrapy_neardup.text): one character is one token in the diff.
 _DIFF_TOKEN = re.compile(rf"\s*(?:[{CJK_CHARS}]|[^\s{CJK_CHARS}]+)")
@@ -82,20 +85,11 @@ def _link(key: str) -> str:
     return esc(key)
 
 
-def shingles(text: str, n: int = SHINGLE) -> set[tuple[str, ...]]:
-    """Word n-shingles of ``text`` as the plugin reads words (a text shorter than n: itself)."""
-    from scrapy_neardup.text import normalize, tokenize
-
-    words = tokenize(normalize(text))
-    if len(words) < n:
-        return {tuple(words)} if words else set()
-    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
-
-
 def containment(dropped: str, kept: str) -> float | None:
-    """Share of ``dropped``'s word 3-shingles found in ``kept`` (None: no words)."""
-    mine = shingles(dropped)
-    return len(mine & shingles(kept)) / len(mine) if mine else None
+    """Share of ``dropped``'s word 3-shingles within its lines found in ``kept`` (None: no
+    words): :func:`~scrapy_neardup.algorithms.containment.text_coverage`'s ``shingles``."""
+    found = text_coverage(dropped, kept)
+    return None if found is None else found.shingles
 
 
 def _diff_tokens(text: str) -> list[str]:
@@ -208,8 +202,9 @@ def render_page(
     out.append(
         "<footer><p><mark>shared</mark> passage in both texts; <del>only in the kept text</del>"
         "; <ins>only in the dropped text</ins>. Containment: share of the dropped text's word "
-        f"3-shingles found in the kept text; below {LOSSY_BELOW} the drop lost text that "
-        "nothing kept holds.</p></footer></body></html>"
+        "3-shingles (within its lines) found in the kept text; below "
+        f"{LOSSY_BELOW} the drop lost text that nothing kept holds. Covered words: share of "
+        "its words in a 3-shingle of the kept text.</p></footer></body></html>"
     )
     return "\n".join(out) + "\n"
 
@@ -295,13 +290,15 @@ def _clusters(clusters: list[tuple[str, list[Member]]], anchor: dict[str, str]) 
 def _drop(member: Member, anchor: str, kept: str | None, dropped: str | None) -> str:
     figures = [f"method <b>{esc(member.method)}</b>", f"similarity <b>{member.similarity:.3f}</b>"]
     if kept is not None and dropped is not None:
-        share = containment(dropped, kept)
-        if share is not None:
-            lossy = share < LOSSY_BELOW
+        found: Coverage | None = text_coverage(dropped, kept)
+        if found is not None:
+            lossy = found.shingles < LOSSY_BELOW
             figures.append(
-                f'containment <b class="{"lossy" if lossy else "contained"}">{share:.3f}</b>'
+                f'containment <b class="{"lossy" if lossy else "contained"}">'
+                f"{found.shingles:.3f}</b>"
                 + (" (lossy: the dropped text is mostly not in the kept one)" if lossy else "")
             )
+            figures.append(f"covered words <b>{found.words:.3f}</b>")
         left, right = marked(kept, dropped)
     else:
         left = esc(kept) if kept is not None else '<span class="missing">text not kept</span>'
