@@ -39,11 +39,18 @@ class _ReportedErrors(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, NearDupError):
-            return not getattr(exc, "_neardup_reported", False)
+            # Twisted (Scrapy 2.13's CrawlerProcess) may hand over another instance
+            return not (getattr(exc, "_neardup_reported", False) or _signature(exc) in _reported)
         if record.name == "twisted" and _reported:
             message = record.getMessage()
+            if exc is None and message.strip() == _UNHANDLED:
+                return False  # Twisted's heading of the traceback left out just after it
             return not any(line in message for line in _reported)
         return True
+
+
+#: The record Twisted logs before the traceback of a Deferred's unhandled error.
+_UNHANDLED = "Unhandled error in Deferred:"
 
 
 def refuse_start(exc: NearDupError) -> None:
@@ -59,4 +66,19 @@ def refuse_start(exc: NearDupError) -> None:
             for name in ("asyncio", "twisted"):
                 logging.getLogger(name).addFilter(_ReportedErrors())
             _filter_installed = True
+    _quiet_twisted_stderr()
     logger.error("scrapy-neardup: the crawl cannot start: %s: %s", type(exc).__name__, exc)
+
+
+def _quiet_twisted_stderr() -> None:
+    """Until logging begins, Twisted writes critical events (a Deferred's unhandled error:
+    here, this same error) to stderr itself, with a traceback; Scrapy 2.13's
+    ``CrawlerProcess`` never begins it. After a refused start that writer is removed; the
+    events still reach logging, and the filter above."""
+    try:
+        from twisted.logger import globalLogBeginner, globalLogPublisher
+    except ImportError:
+        return
+    temporary = getattr(globalLogBeginner, "_temporaryObserver", None)
+    if temporary is not None:
+        globalLogPublisher.removeObserver(temporary)
