@@ -53,8 +53,20 @@ def _qualname(obj: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _install_reactor_for_scrapy_2_13() -> None:
+    """Scrapy 2.13's ``get_crawler()`` needs a reactor installed (its own test suite installs
+    one in its conftest, which this child run does not load); later Scrapy needs none."""
+    from scrapy.utils.reactor import install_reactor, is_asyncio_reactor_installed
+
+    try:
+        is_asyncio_reactor_installed()
+    except RuntimeError:
+        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _mode, _ours
+    _install_reactor_for_scrapy_2_13()
     _mode = os.environ.get(MODE_ENV, "")
     if _mode not in MODES:
         raise pytest.UsageError(f"{MODE_ENV} must be one of {MODES}, not {_mode!r}")

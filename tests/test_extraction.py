@@ -208,7 +208,12 @@ def test_real_pages_extract_close_to_the_annotated_text() -> None:
 
 ADOPT_SCRIPT = """
 import sys
+from scrapy.utils.reactor import install_reactor, is_asyncio_reactor_installed
 from scrapy.utils.test import get_crawler
+try:
+    is_asyncio_reactor_installed()
+except RuntimeError:  # Scrapy 2.13's get_crawler() needs a reactor installed
+    install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
 from scrapy_neardup.state import NearDupState
 
 state = NearDupState.from_crawler(get_crawler(settings_dict={"NEARDUP_WORKERS": 1}))

@@ -297,6 +297,8 @@ def test_replacement_workers_do_not_rerun_the_crawl_script(tmp_path: Path) -> No
 
 
 PIPELINE_SCRIPT = """
+import logging
+logging.basicConfig(level=logging.WARNING)  # Scrapy 2.13's get_crawler() adds a root handler
 from twisted.internet import task
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.test import get_crawler
@@ -361,14 +363,18 @@ def test_a_crawl_keeps_pages_over_a_limit_unchecked_and_goes_on(heavy_site, tmp_
     stats, stderr = result["stats"], result["stderr"]
     heavy = {item["url"] for item in result["kept"] if "/heavy/" in item["url"]}
     assert heavy == {f"{base}/heavy/{path}" for path in ("slow", "slow-copy", "big")}
-    assert stats.get("neardup/skipped/timeout") == 2, stats
-    assert stats["neardup/skipped/memory"] == 1
+    # The big page grows past 250 MiB before its 3 s run out on a quiet machine; on a busy one
+    # the time may run out first. Either limit stops it: which one depends on the load.
+    big_by_memory = stats.get("neardup/skipped/memory", 0)
+    assert big_by_memory in (0, 1), stats
+    assert stats.get("neardup/skipped/timeout") == 3 - big_by_memory, stats
     assert stats["neardup/extract/cache_hit"] == 1  # the copy: not extracted again
     assert "neardup/extract/errors" not in stats
+    big_limit = "NEARDUP_PAGE_MEMORY (250 MiB)" if big_by_memory else "NEARDUP_PAGE_TIMEOUT (3 s)"
     for path, limit in (
         ("slow", "NEARDUP_PAGE_TIMEOUT (3 s)"),
         ("slow-copy", "NEARDUP_PAGE_TIMEOUT (3 s)"),
-        ("big", "NEARDUP_PAGE_MEMORY (250 MiB)"),
+        ("big", big_limit),
     ):
         assert f"WARNING: scrapy-neardup: {base}/heavy/{path} went over {limit}" in stderr
     # the rest of the site, as a crawl without the heavy pages sees it
