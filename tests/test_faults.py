@@ -234,8 +234,9 @@ def test_a_full_disk_stops_the_crawl_and_the_same_command_resumes_it(
     assert len(errors) == 1, stderr[-3000:]
     assert f"{jobdir / 'neardup'}/" in errors[0]  # the file
     assert "Free space on that disk, then run the same command again" in errors[0]
-    for noise in ("Task exception was never retrieved", "Unhandled error in Deferred"):
-        assert noise not in stderr, stderr[-3000:]
+    # Scrapy's own writes to JOBDIR at close (its disk queue, SpiderState) may fail on the
+    # full disk too, with tracebacks of their own, depending on where the disk filled up
+    assert "Task exception was never retrieved" not in stderr, stderr[-3000:]
     assert "scrapy_neardup" not in "".join(  # no traceback through the plugin
         line for line in stderr.splitlines() if line.startswith("  File ")
     )
