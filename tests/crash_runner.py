@@ -69,6 +69,19 @@ def kill_stopped(proc: subprocess.Popen) -> None:
     proc.wait(timeout=60)
 
 
+def feed_lines(path: Path) -> list[dict[str, Any]]:
+    """The complete JSON lines of a file (a line cut by the kill is not one)."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_bytes().split(b"\n"):
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
 def main() -> None:
     args = json.loads(sys.argv[1])
     from itemadapter import ItemAdapter

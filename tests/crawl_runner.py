@@ -80,14 +80,20 @@ def launch_two(
     return [(proc, out) for proc, out, _ in procs]
 
 
-def collect(proc: subprocess.Popen, out: Path, timeout: float = 180) -> dict:
-    """Wait for a launched crawl; its result, with its stderr. Fails if it did not end well."""
+def finish(proc: subprocess.Popen, timeout: float = 180) -> str:
+    """Wait for a launched crawl; its stderr. Fails if it did not end in ``timeout``."""
     try:
         _, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         _, stderr = proc.communicate()
         raise AssertionError(f"the crawl did not end: {stderr[-4000:]}") from None
+    return stderr
+
+
+def collect(proc: subprocess.Popen, out: Path, timeout: float = 180) -> dict:
+    """Wait for a launched crawl; its result, with its stderr. Fails if it did not end well."""
+    stderr = finish(proc, timeout)
     assert proc.returncode == 0, stderr[-4000:]
     result = json.loads(out.read_text())
     result["stderr"] = stderr

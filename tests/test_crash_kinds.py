@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from conftest import CRASH_FIGURES
+from crash_runner import feed_lines as lines
 from crash_runner import kill_stopped, launch, stopped
 from kinds_site import ARTICLES, KindsSite
 from redis_server import RedisServer
@@ -85,19 +86,6 @@ class Outcome:
     finished: bool
     urls: set[str]  # the URL of every item in every feed file
     items: int  # feed lines, duplicates included
-
-
-def lines(path: Path) -> list[dict[str, Any]]:
-    """The complete JSON lines of a file (a line cut by the kill is not one)."""
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_bytes().split(b"\n"):
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def run_stats(fates: Path) -> dict[str, Any]:

