@@ -85,7 +85,8 @@ WATCH_INTERVAL = 0.05
 FIRST_LOGGED = 5
 _PR_SET_PDEATHSIG = 1
 
-_BODY_TEXT = etree.XPath("//body//text()[normalize-space()]", smart_strings=False)
+#: The whitespace of XPath's ``normalize-space()``: a line of only ``&nbsp;`` is kept.
+_XPATH_SPACE = " \t\r\n"
 #: Children that keep a ``<section>`` a paragraph (see _paragraph_sections).
 _INLINE_TAGS = frozenset(
     "a abbr b br code em font i img label mark q s small span strong sub sup time u wbr".split()
@@ -117,13 +118,23 @@ class PageLines:
 
     @classmethod
     def of(cls, tree: Any) -> PageLines:
-        """The lines of a parsed page; strips the tree's scripts and styles (call it last)."""
+        """The lines of a parsed page; strips the tree's scripts and styles (call it last).
+
+        A line is the text of an element or a tail, as lxml gives it (``itertext``), within
+        the outermost ``<body>`` elements; lines that are only ASCII whitespace are left
+        out. Linear in the page: the XPath ``//body//text()`` it replaces took seconds on
+        a page of many thousand nodes (libxml2 sorts and merges its node sets)."""
         etree.strip_elements(tree, "script", "style", "template", with_tail=False)
         hashes, chars = [], []
-        for text in _BODY_TEXT(tree):
-            line = " ".join(text.split())
-            hashes.append(xxhash.xxh32_intdigest(line.encode()))
-            chars.append(len(line))
+        for body in tree.iter("body"):
+            if any(parent.tag == "body" for parent in body.iterancestors()):
+                continue  # its text is already in the outer body's
+            for text in body.itertext():
+                if not text.strip(_XPATH_SPACE):
+                    continue
+                line = " ".join(text.split())
+                hashes.append(xxhash.xxh32_intdigest(line.encode()))
+                chars.append(len(line))
         return cls(np.array(hashes, dtype=np.uint32), np.array(chars, dtype=np.uint32))
 
     def chars_not_in(self, kept: np.ndarray) -> int:
