@@ -38,6 +38,7 @@ import json
 import mimetypes
 import os
 import posixpath
+import re
 import statistics
 import subprocess
 import sys
@@ -61,6 +62,7 @@ SITE_DIRS = (
 )
 CONFIGS = ("plain", "hand-written", "add-on", "add-on, 0 workers")
 SAMPLE_EVERY = 0.1
+DROP_REASON = re.compile(r"near-duplicate of (\S+) \(")
 
 CRAWLER = r'''
 import json, resource, sys, time
@@ -123,12 +125,24 @@ process = CrawlerProcess(settings=settings)
 crawler = process.create_crawler(SiteSpider)
 dropped = []
 t = {}
-def on_dropped(item, **kwargs):
-    dropped.append(item["url"])
+def on_dropped(item, exception, **kwargs):
+    dropped.append([item["url"], str(exception)])
 def on_opened(**kwargs):
     t["opened"] = time.perf_counter()
 def on_closed(**kwargs):
     t["closed"] = time.perf_counter()
+    import os
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        cpu = (int(fields[11]) + int(fields[12])) / tick
+        key = "main_thread_cpu_s" if int(tid) == os.getpid() else "other_threads_cpu_s"
+        t[key] = t.get(key, 0.0) + cpu
 crawler.signals.connect(on_dropped, signal=signals.item_dropped)
 crawler.signals.connect(on_opened, signal=signals.spider_opened)
 crawler.signals.connect(on_closed, signal=signals.spider_closed)
@@ -141,9 +155,12 @@ with open(args["out"], "w") as out:
         "own_cpu_s": usage.ru_utime + usage.ru_stime,
         "crawl_s": t["closed"] - t["opened"],
         "startup_s": t["opened"] - T0,
+        "main_thread_cpu_s": t.get("main_thread_cpu_s", 0.0),
+        "other_threads_cpu_s": t.get("other_threads_cpu_s", 0.0),
         "pages": stats.get("response_received_count", 0),
         "items": stats.get("item_scraped_count", 0) + stats.get("item_dropped_count", 0),
-        "dropped": sorted(dropped),
+        "dropped": sorted(url for url, _ in dropped),
+        "drops": dropped,
         "neardup": {k: v for k, v in stats.items() if k.startswith("neardup/")},
     }, out)
 '''
@@ -226,6 +243,14 @@ def loadavg() -> float:
     return os.getloadavg()[0]
 
 
+def machine_busy_s() -> float:
+    """CPU seconds every process on the machine has used since boot (``/proc/stat``)."""
+    with open("/proc/stat", encoding="ascii") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def crawl(mode: str, start: str) -> dict[str, Any]:
     """One crawl in its own process: what it reports, with its tree's CPU and peak PSS."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -235,6 +260,7 @@ def crawl(mode: str, start: str) -> dict[str, Any]:
         env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
         arg = json.dumps({"mode": mode, "start": start, "out": str(out)})
         load = loadavg()
+        busy_before = machine_busy_s()
         began = time.perf_counter()
         proc = subprocess.Popen(
             [sys.executable, str(script), arg], cwd=tmp, env=env, stderr=subprocess.PIPE
@@ -251,6 +277,7 @@ def crawl(mode: str, start: str) -> dict[str, Any]:
         stderr = proc.stderr.read() if proc.stderr else b""
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - began
+        others = machine_busy_s() - busy_before
         proc.returncode = os.waitstatus_to_exitcode(status)
         stop.set()
         sampler.join()
@@ -263,6 +290,9 @@ def crawl(mode: str, start: str) -> dict[str, Any]:
         peak_pss=peak[0],
         load_before=load,
     )
+    # What other processes (other jobs, this benchmark's server) used meanwhile: the cores
+    # left to the crawl were cores x wall minus that.
+    result["others_cpu_s"] = max(others - result["tree_cpu_s"], 0.0)
     result["pages_per_s"] = result["pages"] / wall
     return result
 
@@ -303,6 +333,33 @@ def run(quick: bool = False, rounds: int | None = None, site: str | None = None)
     return 0
 
 
+def groups(drops: list[list[str]]) -> set[frozenset[str]]:
+    """The groups of copies a crawl's drops make (each dropped URL with the URL it was
+    dropped for, joined transitively): equal for two crawls that found the same copies,
+    whichever copy of each they kept first."""
+    parent: dict[str, str] = {}
+
+    def root(url: str) -> str:
+        while parent.setdefault(url, url) != url:
+            url = parent[url]
+        return url
+
+    for url, message in drops:
+        found = DROP_REASON.search(message)
+        if found:
+            parent[root(url)] = root(found.group(1))
+    members: dict[str, set[str]] = {}
+    for url in parent:
+        members.setdefault(root(url), set()).add(url)
+    return {frozenset(group) for group in members.values()}
+
+
+def busy_share(run: dict, cores: int) -> float:
+    """The share of the CPU left free by other processes that the crawl's tree used."""
+    free = cores * run["wall_s"] - run["others_cpu_s"]
+    return run["tree_cpu_s"] / free if free > 0 else 1.0
+
+
 def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) -> None:
     rows = []
     for mode, runs in results.items():
@@ -317,6 +374,8 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
                 f"{cpu:.1f}",
                 f"{limit:.1f}",
                 f"{statistics.median(r['wall_s'] / (r['tree_cpu_s'] / cores) for r in runs):.2f}",
+                f"{median(runs, 'others_cpu_s'):.1f}",
+                f"{statistics.median(busy_share(r, cores) for r in runs):.2f}",
                 f"{median(runs, 'peak_pss') / 2**20:.0f}",
                 f"{statistics.median(len(r['dropped']) for r in runs):.0f}",
             ]
@@ -332,6 +391,8 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
             "tree CPU s",
             "CPU limit s",
             "wall/limit",
+            "others' CPU s",
+            "used/free",
             "peak PSS MiB",
             "dropped",
         ],
@@ -345,21 +406,31 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
     wall_limit = statistics.median(r["wall_s"] / (r["tree_cpu_s"] / cores) for r in addon)
     speed0 = median(zero, "pages_per_s") / median(hand, "pages_per_s")
     memory0 = median(zero, "peak_pss") / median(hand, "peak_pss")
-    print(f"add-on / hand-written: {speed:.2f}x pages/s (target >= 1.8), {memory:.2f}x PSS "
-          f"(target <= 1.5); wall / CPU limit {wall_limit:.2f} (target <= 1.2)")
-    print(f"add-on, 0 workers / hand-written: {speed0:.2f}x pages/s, {memory0:.2f}x PSS")
-    same = all(
-        set(a["dropped"]) == set(z["dropped"]) for a, z in zip(addon, zero, strict=True)
+    print(
+        f"add-on / hand-written: {speed:.2f}x pages/s (target >= 1.8), {memory:.2f}x PSS "
+        f"(target <= 1.5); wall / CPU limit {wall_limit:.2f} (target <= 1.2)"
     )
-    if same:
-        print(f"the add-on drops the same pages with and without workers ("
-              f"{len(addon[0]['dropped'])} dropped URLs, every round)")
-    else:
-        for a, z in zip(addon, zero, strict=True):
-            only_a = sorted(set(a["dropped"]) - set(z["dropped"]))
-            only_z = sorted(set(z["dropped"]) - set(a["dropped"]))
-            print(f"dropped URLs differ: {len(only_a)} only with workers {only_a[:3]}, "
-                  f"{len(only_z)} only without {only_z[:3]} (crawl order varies)")
+    print(f"add-on, 0 workers / hand-written: {speed0:.2f}x pages/s, {memory0:.2f}x PSS")
+    for number, (a, z) in enumerate(zip(addon, zero, strict=True), 1):
+        if set(a["dropped"]) == set(z["dropped"]):
+            print(
+                f"round {number}: the add-on drops the same {len(a['dropped'])} URLs with "
+                "and without workers"
+            )
+            continue
+        only_a = sorted(set(a["dropped"]) - set(z["dropped"]))
+        only_z = sorted(set(z["dropped"]) - set(a["dropped"]))
+        same_groups = groups(a["drops"]) == groups(z["drops"])
+        print(
+            f"round {number}: dropped URLs differ ({len(a['dropped'])} with workers, "
+            f"{len(z['dropped'])} without; {len(only_a)} only with workers, {len(only_z)} only "
+            f"without): "
+            + (
+                "the same groups of copies, a different copy of some kept (crawl order)"
+                if same_groups
+                else f"the groups of copies differ too, e.g. {(only_a + only_z)[:3]}"
+            )
+        )
     print()
     for mode in ("add-on", "add-on, 0 workers"):
         runs = results[mode]
@@ -378,15 +449,15 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
         if stat("neardup/extract/workers"):
             print(
                 f"  {stat('neardup/extract/workers'):.0f} workers, busy "
-                f"{stat('neardup/extract/worker_busy_s'):.1f} s, idle "
-                f"{stat('neardup/extract/worker_idle_s'):.1f} s (worker-seconds, from the "
+                f"{stat('neardup/extract/busy_s'):.1f} s, idle "
+                f"{stat('neardup/extract/idle_s'):.1f} s (worker-seconds, from the "
                 f"first task to the last)"
             )
         wait = stat("neardup/extract/wait_s")
         print(
             f"  items waited {wait:.1f} s in all for their text, "
             f"{wait / max(items, 1) * 1000:.0f} ms an item ({items:.0f} items); "
-            f"extraction {stat('neardup/extract/task_s'):.1f} s of CPU"
+            f"extraction {stat('neardup/extract/task_cpu_s'):.1f} s of CPU"
         )
 
 
