@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol
 
 from scrapy_neardup.algorithms import DEFAULT_METHOD, Match, Method, make_method
-from scrapy_neardup.algorithms.base import BucketStore
+from scrapy_neardup.algorithms.base import BucketStore, Verifier
 from scrapy_neardup.algorithms.containment import SiteLines, Verified, coverage, holds
 from scrapy_neardup.algorithms.exact import ExactMethod
 from scrapy_neardup.exceptions import StateError
@@ -56,6 +56,8 @@ class Index:
         self.store = store
         self._probe_count = getattr(method, "probe_count", None)
         self._check = getattr(method, "check", None)
+        self._posted = getattr(method, "posted", None)  # told what a kept document posted
+        self._excerpt_keys = getattr(method, "excerpt_keys", None)
 
     def _verifier(
         self, signature: Any, related: list[Match], found: dict[str, float]
@@ -90,14 +92,36 @@ class Index:
         contained: dict[str, float] = {}
         verify = self._verifier(signature, related, contained)
         buckets = self.method.bucket_keys(signature)
-        if add:
+        found, verify = self._excerpts_first(signature, verify)
+        if found:
+            pass
+        elif add:
             found = self.store.query_and_add(
                 key, signature, buckets, verify, **self._probe(signature)
             )
+            if not found and self._posted is not None:
+                self._posted(signature)
         else:
             found = self.store.query(signature, buckets, verify, **self._probe(signature))
         name = self.method.name
         return [Match(k, sim, name, contained.get(k, 1.0)) for k, sim in found], related
+
+    def _excerpts_first(self, signature: Any, verify: Verifier) -> tuple[list, Verifier]:
+        """A store told to ``probe`` the least filled buckets only (SpotSigs) may leave out
+        the excerpt keys (algorithms/excerpts.py), whose promise needs every one of them: they
+        are queried first, all of them. Returns what they found and the verifier for the
+        other buckets, which skips the candidates already verified."""
+        keys = self._excerpt_keys(signature) if self._excerpt_keys and self._probe_count else []
+        if not keys:
+            return [], verify
+        checked: set[str] = set()
+
+        def once(key: str, other: Any) -> float | None:
+            checked.add(key)
+            return verify(key, other)
+
+        found = self.store.query(signature, keys, once)
+        return found, lambda key, other: None if key in checked else verify(key, other)
 
     def query(self, signature: Any) -> list[Match]:
         return self.search("", signature, add=False)[0]
@@ -113,6 +137,8 @@ class Index:
 
     def add(self, key: str, signature: Any) -> None:
         self.store.add(key, signature, self.method.bucket_keys(signature))
+        if self._posted is not None:
+            self._posted(signature)
 
     def __len__(self) -> int:
         return len(self.store)

@@ -54,6 +54,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import xxhash
 
+from scrapy_neardup.algorithms.excerpts import Excerpts, Stored
 from scrapy_neardup.text import Document, ShingleSpec, normalize, token_starts
 
 COVERAGE = 0.9
@@ -308,8 +309,11 @@ class Verified:
         self.name = backend.name
         self.coverage, self.related = coverage, related
         self._estimate = getattr(backend, "estimate", backend.similarity)
+        self.excerpts = Excerpts()  # excerpt keys beside the backend's (algorithms/excerpts.py)
         if hasattr(backend, "probe_count"):  # the engine asks it of a whole signature
-            self.probe_count = lambda signature: backend.probe_count(signature[0])
+            self.probe_count = lambda signature: (
+                backend.probe_count(signature[0]) + len(self.excerpts.keys(signature))
+            )
         if hasattr(backend, "hamming_key"):  # and a store of a whole signature
             self.hamming_key = lambda signature: backend.hamming_key(signature[0])
 
@@ -319,19 +323,30 @@ class Verified:
 
     def params(self) -> dict[str, Any]:
         verify = {"filter": f"bloom{BITS_PER_SHINGLE}", "coverage": self.coverage}
-        return {**self.backend.params(), "verify": {**verify, "related": self.related}}
+        verify = {**verify, "related": self.related}
+        return {**self.backend.params(), "verify": verify, "excerpts": self.excerpts.params()}
 
     def signature(self, doc: Document) -> tuple[Any, Phrases]:
         return self.backend.signature(doc), phrases_of(doc)
 
     def bucket_keys(self, signature: tuple[Any, Phrases]) -> list[int]:
-        return self.backend.bucket_keys(signature[0])
+        return list(self.backend.bucket_keys(signature[0])) + self.excerpt_keys(signature)
+
+    def excerpt_keys(self, signature: tuple[Any, Phrases]) -> list[int]:
+        """The excerpt keys among :meth:`bucket_keys` (the engine queries them first)."""
+        return self.excerpts.keys(signature).tolist()
+
+    def posted(self, signature: tuple[Any, Phrases]) -> None:
+        """Told that a kept document was posted under :meth:`bucket_keys`."""
+        self.excerpts.posted(signature)
 
     def check(self, new: tuple[Any, Phrases], kept: tuple[Any, Phrases]) -> Check | None:
         """None when the candidate is neither a copy nor related."""
         similarity = self._estimate(new[0], kept[0])
-        if similarity is None:
-            return None
+        if similarity is None:  # an excerpt is far below any similarity: containment decides
+            if not self.excerpts.shared(new, kept):
+                return None
+            similarity = 0.0
         found = coverage(new[1], kept[1], copy_at=self.coverage)
         if found is None:
             return None
@@ -348,7 +363,8 @@ class Verified:
 
     def encode(self, signature: tuple[Any, Phrases]) -> bytes:
         inner = self.backend.encode(signature[0])
-        return struct.pack("<I", len(inner)) + inner + signature[1].encode()
+        phrases = signature[1].encode()
+        return struct.pack("<I", len(inner)) + inner + phrases + self.excerpts.encode(signature)
 
     def decode(self, data: bytes) -> tuple[Any, Phrases]:
         if len(data) < 4:
@@ -357,4 +373,10 @@ class Verified:
         if 4 + length > len(data):
             raise ValueError("corrupt verified signature: backend part is cut")
         view = memoryview(data)
-        return self.backend.decode(bytes(view[4 : 4 + length])), Phrases.decode(view[4 + length :])
+        backend = self.backend.decode(bytes(view[4 : 4 + length]))
+        at = 4 + length
+        if len(data) < at + _HEADER.size:
+            raise ValueError("corrupt verified signature: phrase filter is cut")
+        end = at + _HEADER.size + (_HEADER.unpack_from(data, at)[1] + 7) // 8
+        phrases = Phrases.decode(view[at:end])
+        return Stored(backend, phrases, self.excerpts.decode(view[end:]))

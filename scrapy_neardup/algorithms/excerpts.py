@@ -1,0 +1,164 @@
+"""Excerpt keys: buckets that propose a kept page for any long enough run of its words.
+
+An excerpt (a teaser, a quoted section, a tenth of a longer kept page) is contained in its
+source, and containment (``algorithms/containment.py``) would drop it; but its Jaccard
+similarity with the source is 0.02-0.4, so MinHash's bands (tuned at Jaccard 0.4-0.5) and
+SpotSigs's similarity never propose the pair. These keys do, whatever the length ratio.
+
+**Winnowing** (Schleimer, Wilkerson and Aiken, SIGMOD 2003). Of a page's word
+``SHINGLE``-shingles (5: a hash of the word 3-shingles the phrase filter already made, at
+``i`` and ``i + 2``), every window of ``WINDOW`` (40) consecutive ones contributes its
+smallest hash. Two texts that share a run of ``WINDOW + SHINGLE - 1`` (44) words share that
+run's window, hence its smallest hash: an exact excerpt of 50 words or more always shares a
+key with its source, however long the source. A page keeps about ``2 / (WINDOW + 1)`` of its
+shingles (~49 keys per 1,000 words). The keys are mixed with a tag, so they fall apart from
+the backend's (a collision costs one verification, like any other).
+
+**Boilerplate.** A navigation line on every page of a site would make every page a
+candidate for every other. Two guards keep checks cheap:
+
+* a key whose shingle lies wholly in lines the site repeats on kept pages
+  (``Phrases.ignore``, :class:`~scrapy_neardup.algorithms.containment.SiteLines`) is left
+  out: a page is proposed by its own text, never by its template;
+* a key already posted by ``FULL`` (8) kept pages is neither posted nor queried again: a
+  bucket that full says nothing (text in 8 kept pages is boilerplate, or is found through the
+  pages that have it). So a query reads at most ``FULL`` documents per key. The counts are
+  this process's (rebuilt as a crawl goes and as saved state or a journal is replayed, not
+  shared between processes that share a Redis index): a table of one byte per slot, at least
+  two slots per posting, doubled as it fills (an overcount only ever leaves a key out).
+
+**Screening.** A backend's ``estimate`` may say None for such a pair (SpotSigs below Jaccard
+0.2); :meth:`Excerpts.shared` lets containment decide a candidate that shares a key.
+
+The keys are computed from the phrase filter's shingle sequence, which only a freshly signed
+page has; so they are stored with the signature (8 bytes each, after the phrase filter) and
+read back from it when saved state or a journal is loaded (:class:`Stored`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+SHINGLE = 5
+WINDOW = 40
+FULL = 8
+_TAG = np.uint64(0x6578636572707473)  # "excerpts"
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_NONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # no fingerprint (a shingle of ignored words)
+
+
+class Stored(tuple):
+    """A decoded ``(backend signature, Phrases)`` that carries its stored excerpt keys."""
+
+    excerpts: np.ndarray
+
+    def __new__(cls, backend: Any, phrases: Any, excerpts: np.ndarray) -> Stored:
+        self = super().__new__(cls, (backend, phrases))
+        self.excerpts = excerpts
+        return self
+
+    def __reduce__(self) -> Any:
+        return (Stored, (self[0], self[1], self.excerpts))
+
+
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        x = x ^ (x >> np.uint64(30))
+        x = x * np.uint64(0xBF58476D1CE4E5B9)
+        x = x ^ (x >> np.uint64(27))
+        x = x * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def winnow(sequence: np.ndarray, ignore: np.ndarray | None = None) -> np.ndarray:
+    """The sorted distinct fingerprints of a word 3-shingle hash sequence (see the module
+    docstring). A shingle whose words all lie in ``ignore`` (a flag per word) never is one:
+    it cannot win a window, so windows wholly in the page's own text are as in any copy."""
+    n = len(sequence) - (SHINGLE - 3)
+    if n < 1:
+        return np.empty(0, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        left = sequence[:n].astype(np.uint64)
+        right = sequence[SHINGLE - 3 :].astype(np.uint64)
+        shingles = _splitmix(left * _MIX + ((right << np.uint64(17)) | (right >> np.uint64(47))))
+    if ignore is not None and len(ignore) == n + SHINGLE - 1:
+        words = np.lib.stride_tricks.sliding_window_view(ignore, SHINGLE)
+        shingles[words.all(axis=1)] = _NONE
+    mins = _window_min(shingles, min(WINDOW, n))
+    mins = mins[np.r_[True, mins[1:] != mins[:-1]]]  # neighbouring windows share their minimum
+    return np.unique(mins[mins != _NONE])
+
+
+def _window_min(x: np.ndarray, w: int) -> np.ndarray:
+    """The minimum of every ``w`` consecutive values in O(n) (van Herk / Gil-Werman: within
+    blocks of ``w``, the minimum of the suffix where a window starts and of the prefix where
+    it ends)."""
+    n = len(x)
+    padded = np.full(-(-n // w) * w, _NONE, dtype=np.uint64)
+    padded[:n] = x
+    blocks = padded.reshape(-1, w)
+    prefix = np.minimum.accumulate(blocks, axis=1).ravel()
+    suffix = np.minimum.accumulate(blocks[:, ::-1], axis=1)[:, ::-1].ravel()
+    return np.minimum(suffix[: n - w + 1], prefix[w - 1 : n])
+
+
+class Excerpts:
+    """The excerpt keys of one index, and the counts that leave out the keys that are full."""
+
+    def __init__(self, full: int = FULL) -> None:
+        self.full = full
+        self._counts = np.zeros(1 << 12, dtype=np.uint8)
+        self._posted = 0
+        self._last: tuple[Any, np.ndarray] | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {"winnow": f"word{SHINGLE}/{WINDOW}", "full": self.full}
+
+    def fingerprints(self, signature: Any) -> np.ndarray:
+        """All the excerpt fingerprints of a signature: stored, or from its shingles."""
+        stored = getattr(signature, "excerpts", None)
+        if stored is not None:
+            return stored
+        phrases = signature[1]
+        if phrases.sequence is None:
+            return np.empty(0, dtype=np.uint64)
+        return winnow(phrases.sequence, phrases.ignore)
+
+    def keys(self, signature: Any) -> np.ndarray:
+        """The tagged bucket keys of a signature's fingerprints, but for the full ones."""
+        last = self._last
+        if last is not None and last[0] is signature:
+            return last[1]
+        keys = _splitmix(self.fingerprints(signature) ^ _TAG)
+        keys = keys[self._counts[self._slots(keys)] < self.full]
+        self._last = (signature, keys)
+        return keys
+
+    def _slots(self, keys: np.ndarray) -> np.ndarray:
+        return (keys & np.uint64(len(self._counts) - 1)).astype(np.intp)
+
+    def posted(self, signature: Any) -> None:
+        """Count the keys a kept page was posted under."""
+        keys = self.keys(signature)
+        self._posted += len(keys)
+        while 2 * self._posted > len(self._counts):  # an overcount only leaves keys out
+            self._counts = np.tile(self._counts, 2)
+        np.add.at(self._counts, self._slots(keys), 1)
+        np.minimum(self._counts, self.full, out=self._counts)
+        self._last = None
+
+    def shared(self, new: Any, kept: Any) -> bool:
+        """Whether two signatures share an excerpt fingerprint."""
+        a, b = self.fingerprints(new), self.fingerprints(kept)
+        return bool(len(a) and len(b) and np.isin(a, b, assume_unique=True).any())
+
+    def encode(self, signature: Any) -> bytes:
+        return self.fingerprints(signature).astype("<u8", copy=False).tobytes()
+
+    @staticmethod
+    def decode(data: bytes | memoryview) -> np.ndarray:
+        if len(data) % 8:
+            raise ValueError(f"excerpt keys must be a multiple of 8 bytes, got {len(data)}")
+        return np.frombuffer(data, dtype="<u8").astype(np.uint64)
