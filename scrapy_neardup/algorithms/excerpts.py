@@ -44,6 +44,7 @@ import numpy as np
 SHINGLE = 5
 WINDOW = 40
 FULL = 8
+MIN_WORDS = 50
 _TAG = np.uint64(0x6578636572707473)  # "excerpts"
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _NONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # no fingerprint (a shingle of ignored words)
@@ -74,10 +75,11 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
 
 def winnow(sequence: np.ndarray, ignore: np.ndarray | None = None) -> np.ndarray:
     """The sorted distinct fingerprints of a word 3-shingle hash sequence (see the module
-    docstring). A shingle whose words all lie in ``ignore`` (a flag per word) never is one:
+    docstring); none for a text under ``MIN_WORDS`` (50) words, which only its backend
+    proposes (an excerpt that short says too little to be dropped as one). A shingle whose words all lie in ``ignore`` (a flag per word) never is one:
     it cannot win a window, so windows wholly in the page's own text are as in any copy."""
     n = len(sequence) - (SHINGLE - 3)
-    if n < 1:
+    if n + SHINGLE - 1 < MIN_WORDS:
         return np.empty(0, dtype=np.uint64)
     with np.errstate(over="ignore"):
         left = sequence[:n].astype(np.uint64)
