@@ -15,7 +15,7 @@ import pytest
 from corpus.documents import synthetic_sentences
 from corpus.text import excerpt
 from scrapy_neardup.algorithms import METHODS
-from scrapy_neardup.algorithms.excerpts import FULL, SHINGLE, WINDOW, Stored, winnow
+from scrapy_neardup.algorithms.excerpts import FULL, MIN_WORDS, SHINGLE, WINDOW, Stored, winnow
 from scrapy_neardup.engine import MAGIC, VERSION, Deduplicator, Signed
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.storage import redis_client, redis_index
@@ -83,10 +83,12 @@ def test_any_shared_run_of_window_words_shares_a_fingerprint() -> None:
     rng = np.random.default_rng(0)
     long = rng.integers(0, 2**63, 3000).astype(np.uint64)
     whole = set(winnow(long).tolist())
-    run = WINDOW + SHINGLE - 1  # words; their 3-shingles are run - 2
+    assert WINDOW + SHINGLE - 1 <= MIN_WORDS  # any 50 words share a window, hence its minimum
+    run = MIN_WORDS  # words; their 3-shingles are run - 2
     for start in rng.integers(0, len(long) - run, 200).tolist():
         part = winnow(long[start : start + run - 2])
-        assert len(part) == 1 and part[0] in whole
+        assert len(part) and whole.issuperset(part.tolist())
+    assert len(winnow(long[: MIN_WORDS - 3])) == 0  # a text under 50 words has none
     assert len(whole) < 3000 * 2.5 / (WINDOW + 1)
 
 

@@ -76,8 +76,9 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
 def winnow(sequence: np.ndarray, ignore: np.ndarray | None = None) -> np.ndarray:
     """The sorted distinct fingerprints of a word 3-shingle hash sequence (see the module
     docstring); none for a text under ``MIN_WORDS`` (50) words, which only its backend
-    proposes (an excerpt that short says too little to be dropped as one). A shingle whose words all lie in ``ignore`` (a flag per word) never is one:
-    it cannot win a window, so windows wholly in the page's own text are as in any copy."""
+    proposes (an excerpt that short says too little to be dropped as one). A shingle whose
+    words all lie in ``ignore`` (a flag per word) never is one: it cannot win a window, so
+    windows wholly in the page's own text are as in any copy."""
     n = len(sequence) - (SHINGLE - 3)
     if n + SHINGLE - 1 < MIN_WORDS:
         return np.empty(0, dtype=np.uint64)
