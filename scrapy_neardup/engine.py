@@ -92,10 +92,8 @@ class Index:
         contained: dict[str, float] = {}
         verify = self._verifier(signature, related, contained)
         buckets = self.method.bucket_keys(signature)
-        found, verify = self._excerpts_first(signature, verify)
-        if found:
-            pass
-        elif add:
+        first, verify = self._excerpts_first(signature, verify)
+        if add and not first:
             found = self.store.query_and_add(
                 key, signature, buckets, verify, **self._probe(signature)
             )
@@ -103,14 +101,16 @@ class Index:
                 self._posted(signature)
         else:
             found = self.store.query(signature, buckets, verify, **self._probe(signature))
+        found = first + found
         name = self.method.name
         return [Match(k, sim, name, contained.get(k, 1.0)) for k, sim in found], related
 
     def _excerpts_first(self, signature: Any, verify: Verifier) -> tuple[list, Verifier]:
         """A store told to ``probe`` the least filled buckets only (SpotSigs) may leave out
         the excerpt keys (algorithms/excerpts.py), whose promise needs every one of them: they
-        are queried first, all of them. Returns what they found and the verifier for the
-        other buckets, which skips the candidates already verified."""
+        are queried first, all of them. Returns what they found and the verifier for all the
+        buckets then, which skips the candidates already verified (what they found is a copy:
+        the document is not added)."""
         keys = self._excerpt_keys(signature) if self._excerpt_keys and self._probe_count else []
         if not keys:
             return [], verify

@@ -15,8 +15,12 @@ shingles (~49 keys per 1,000 words). The keys are mixed with a tag, so they fall
 the backend's (a collision costs one verification, like any other).
 
 **Boilerplate.** A navigation line on every page of a site would make every page a
-candidate for every other. Two guards keep checks cheap:
+candidate for every other. Three guards keep checks cheap, and such a page kept:
 
+* a key's shingle lies in lines of at least ``MIN_LINE`` (20) words: prose, not a menu, a
+  list of related links or a footer, whose lines are short (the first and the last line of
+  a page are exempt: an excerpt is cut there). A page whose extraction missed its article
+  and kept its template's related-stories list is then proposed for no page of that site;
 * a key whose shingle lies wholly in lines the site repeats on kept pages
   (``Phrases.ignore``, :class:`~scrapy_neardup.algorithms.containment.SiteLines`) is left
   out: a page is proposed by its own text, never by its template;
@@ -45,6 +49,7 @@ SHINGLE = 5
 WINDOW = 40
 FULL = 8
 MIN_WORDS = 50
+MIN_LINE = 20
 _TAG = np.uint64(0x6578636572707473)  # "excerpts"
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _NONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # no fingerprint (a shingle of ignored words)
@@ -73,12 +78,16 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
-def winnow(sequence: np.ndarray, ignore: np.ndarray | None = None) -> np.ndarray:
+def winnow(
+    sequence: np.ndarray, ignore: np.ndarray | None = None, lines: np.ndarray | None = None
+) -> np.ndarray:
     """The sorted distinct fingerprints of a word 3-shingle hash sequence (see the module
     docstring); none for a text under ``MIN_WORDS`` (50) words, which only its backend
     proposes (an excerpt that short says too little to be dropped as one). A shingle whose
     words all lie in ``ignore`` (a flag per word) never is one: it cannot win a window, so
-    windows wholly in the page's own text are as in any copy."""
+    windows wholly in the page's own text are as in any copy. Nor is one with a word in a line
+    of fewer than ``MIN_LINE`` (20) words, given the words of each line (``lines``), but for
+    the first and the last line, where an excerpt is cut."""
     n = len(sequence) - (SHINGLE - 3)
     if n + SHINGLE - 1 < MIN_WORDS:
         return np.empty(0, dtype=np.uint64)
@@ -89,6 +98,11 @@ def winnow(sequence: np.ndarray, ignore: np.ndarray | None = None) -> np.ndarray
     if ignore is not None and len(ignore) == n + SHINGLE - 1:
         words = np.lib.stride_tricks.sliding_window_view(ignore, SHINGLE)
         shingles[words.all(axis=1)] = _NONE
+    if lines is not None and len(lines) > 2 and int(lines.sum()) == n + SHINGLE - 1:
+        short = lines < MIN_LINE
+        short[0] = short[-1] = False
+        words = np.lib.stride_tricks.sliding_window_view(np.repeat(short, lines), SHINGLE)
+        shingles[words.any(axis=1)] = _NONE
     mins = _window_min(shingles, min(WINDOW, n))
     mins = mins[np.r_[True, mins[1:] != mins[:-1]]]  # neighbouring windows share their minimum
     return np.unique(mins[mins != _NONE])
@@ -127,7 +141,7 @@ class Excerpts:
         phrases = signature[1]
         if phrases.sequence is None:
             return np.empty(0, dtype=np.uint64)
-        return winnow(phrases.sequence, phrases.ignore)
+        return winnow(phrases.sequence, phrases.ignore, phrases.line_words)
 
     def keys(self, signature: Any) -> np.ndarray:
         """The tagged bucket keys of a signature's fingerprints, but for the full ones."""
