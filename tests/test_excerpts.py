@@ -188,3 +188,16 @@ def test_redis_index_drops_an_excerpt(tmp_path, backend: str) -> None:
         client.close()
     finally:
         server.stop()
+
+
+def test_a_page_that_is_only_its_sites_link_list_is_not_dropped() -> None:
+    # An extraction that missed the article keeps the template's related-stories list: every
+    # word of it is in another kept page of that site, but it is no excerpt of that page.
+    links = [f"{s.rstrip('.')}" for s in synthetic_sentences(12, seed=99)]
+    links = [" ".join(line.split()[:12]) for line in links]
+    dedup = Deduplicator("minhash")
+    kept = article(1, 20) + "\n" + "\n".join(links) + "\n" + article(2, 20)
+    assert not dedup.check("kept", kept).is_duplicate
+    only_links = "Calendario Stock Car\n" + "\n".join(links)
+    assert len(only_links.split()) >= 50
+    assert not dedup.check("template", only_links).is_duplicate
