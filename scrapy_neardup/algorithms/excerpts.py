@@ -96,16 +96,20 @@ def winnow(
         right = sequence[SHINGLE - 3 :].astype(np.uint64)
         shingles = _splitmix(left * _MIX + ((right << np.uint64(17)) | (right >> np.uint64(47))))
     if ignore is not None and len(ignore) == n + SHINGLE - 1:
-        words = np.lib.stride_tricks.sliding_window_view(ignore, SHINGLE)
-        shingles[words.all(axis=1)] = _NONE
+        shingles[_in_shingle(ignore) == SHINGLE] = _NONE  # all its words ignored
     if lines is not None and len(lines) > 2 and int(lines.sum()) == n + SHINGLE - 1:
         short = lines < MIN_LINE
         short[0] = short[-1] = False
-        words = np.lib.stride_tricks.sliding_window_view(np.repeat(short, lines), SHINGLE)
-        shingles[words.any(axis=1)] = _NONE
+        shingles[_in_shingle(np.repeat(short, lines)) > 0] = _NONE  # a word in a short line
     mins = _window_min(shingles, min(WINDOW, n))
     mins = mins[np.r_[True, mins[1:] != mins[:-1]]]  # neighbouring windows share their minimum
     return np.unique(mins[mins != _NONE])
+
+
+def _in_shingle(flags: np.ndarray) -> np.ndarray:
+    """For each word shingle, how many of its words are flagged."""
+    counts = np.concatenate(([0], np.cumsum(flags, dtype=np.int64)))
+    return counts[SHINGLE:] - counts[:-SHINGLE]
 
 
 def _window_min(x: np.ndarray, w: int) -> np.ndarray:
@@ -129,6 +133,7 @@ class Excerpts:
         self._counts = np.zeros(1 << 12, dtype=np.uint8)
         self._posted = 0
         self._last: tuple[Any, np.ndarray] | None = None
+        self._fresh: tuple[Any, np.ndarray] | None = None
 
     def params(self) -> dict[str, Any]:
         return {"winnow": f"word{SHINGLE}/{WINDOW}", "full": self.full}
@@ -141,7 +146,13 @@ class Excerpts:
         phrases = signature[1]
         if phrases.sequence is None:
             return np.empty(0, dtype=np.uint64)
-        return winnow(phrases.sequence, phrases.ignore, phrases.line_words)
+        fresh = self._fresh
+        if fresh is None or fresh[0] is not phrases:  # a page is checked against several
+            fresh = self._fresh = (
+                phrases,
+                winnow(phrases.sequence, phrases.ignore, phrases.line_words),
+            )
+        return fresh[1]
 
     def keys(self, signature: Any) -> np.ndarray:
         """The tagged bucket keys of a signature's fingerprints, but for the full ones."""
@@ -167,9 +178,15 @@ class Excerpts:
         self._last = None
 
     def shared(self, new: Any, kept: Any) -> bool:
-        """Whether two signatures share an excerpt fingerprint."""
+        """Whether ``kept`` is worth verifying for a ``new`` page that its backend does not
+        find similar: they share at least half of new's fingerprints, as an excerpt shares
+        all of its own (every window of an exact excerpt is one of its source's). One
+        sentence or paragraph shared with a page (a quote, a disclaimer) shares one or two
+        of a page's dozens: such a candidate costs an intersection, not a verification."""
         a, b = self.fingerprints(new), self.fingerprints(kept)
-        return bool(len(a) and len(b) and np.isin(a, b, assume_unique=True).any())
+        if not len(a) or not len(b):
+            return False
+        return 2 * len(set(a.tolist()).intersection(b.tolist())) >= len(a)  # numpy: 10x slower
 
     def encode(self, signature: Any) -> bytes:
         return self.fingerprints(signature).astype("<u8", copy=False).tobytes()
