@@ -11,8 +11,9 @@ SpotSigs's similarity never propose the pair. These keys do, whatever the length
 smallest hash. Two texts that share a run of ``WINDOW + SHINGLE - 1`` (44) words share that
 run's window, hence its smallest hash: an exact excerpt of 50 words or more always shares a
 key with its source, however long the source. A page keeps about ``2 / (WINDOW + 1)`` of its
-shingles (~49 keys per 1,000 words). The keys are mixed with a tag, so they fall apart from
-the backend's (a collision costs one verification, like any other).
+shingles: ~50 keys per 1,000 words of prose (the real articles of ``../shared/data``). The
+keys are mixed with a tag, so they fall apart from the backend's (a collision costs one
+verification, like any other).
 
 **Boilerplate.** A navigation line on every page of a site would make every page a
 candidate for every other. Three guards keep checks cheap, and such a page kept:
@@ -31,8 +32,17 @@ candidate for every other. Three guards keep checks cheap, and such a page kept:
   shared between processes that share a Redis index): a table of one byte per slot, at least
   two slots per posting, doubled as it fills (an overcount only ever leaves a key out).
 
-**Screening.** A backend's ``estimate`` may say None for such a pair (SpotSigs below Jaccard
-0.2); :meth:`Excerpts.shared` lets containment decide a candidate that shares a key.
+**Screening.** A candidate that its backend does not find similar (MinHash's estimate under
+its threshold; SpotSigs's ``estimate`` says None below Jaccard 0.2, whatever the containment)
+is verified only when it holds at least half of the new page's fingerprints
+(:meth:`Excerpts.shared`): an exact excerpt holds all of its own, while a page that shares a
+sentence or a paragraph with the new one (a quote, a disclaimer) holds one or two of its
+dozens and costs a set intersection, not a verification. Containment decides the rest.
+
+**Memory and Redis.** Every store gets the keys as buckets (no store code of their own); a
+store told to probe only the least filled buckets (SpotSigs) is first asked for the excerpt
+keys alone, all of them (``Index._excerpts_first``), which for Redis is one more round trip
+a page. LSHBloom posts them in its window only, not in its band filter.
 
 The keys are computed from the phrase filter's shingle sequence, which only a freshly signed
 page has; so they are stored with the signature (8 bytes each, after the phrase filter) and
