@@ -343,12 +343,11 @@ class Verified:
     def check(self, new: tuple[Any, Phrases], kept: tuple[Any, Phrases]) -> Check | None:
         """None when the candidate is neither a copy nor related."""
         similarity = self._estimate(new[0], kept[0])
-        if similarity is None or self.backend.similarity(new[0], kept[0]) is None:
-            # Not similar by the backend's measure: an excerpt (its Jaccard is far below),
-            # verified when it shares half its excerpt fingerprints (algorithms/excerpts.py).
+        if similarity is None:  # screened out by the backend: an excerpt is far below it,
+            # and verified when it shares half its excerpt fingerprints (algorithms/excerpts.py)
             if not self.excerpts.shared(new, kept):
                 return None
-            similarity = similarity or 0.0
+            similarity = 0.0
         found = coverage(new[1], kept[1], copy_at=self.coverage)
         if found is None:
             return None

@@ -32,12 +32,12 @@ candidate for every other. Three guards keep checks cheap, and such a page kept:
   shared between processes that share a Redis index): a table of one byte per slot, at least
   two slots per posting, doubled as it fills (an overcount only ever leaves a key out).
 
-**Screening.** A candidate that its backend does not find similar (MinHash's estimate under
-its threshold; SpotSigs's ``estimate`` says None below Jaccard 0.2, whatever the containment)
-is verified only when it holds at least half of the new page's fingerprints
-(:meth:`Excerpts.shared`): an exact excerpt holds all of its own, while a page that shares a
-sentence or a paragraph with the new one (a quote, a disclaimer) holds one or two of its
-dozens and costs a set intersection, not a verification. Containment decides the rest.
+**Screening.** A backend's ``estimate`` may screen such a pair out (SpotSigs's says None
+below Jaccard 0.2, whatever the containment); then it is verified only when it holds at least
+half of the new page's fingerprints (:meth:`Excerpts.shared`): an exact excerpt holds all of
+its own, while a page that shares a sentence or a paragraph with the new one (a quote, a
+disclaimer) holds one or two of its dozens and costs a set intersection, not a verification.
+A candidate with an estimate (MinHash's, however low) is verified as before.
 
 **Memory and Redis.** Every store gets the keys as buckets (no store code of their own); a
 store told to probe only the least filled buckets (SpotSigs) is first asked for the excerpt
