@@ -183,8 +183,9 @@ class Excerpts:
         self._posted += len(keys)
         while 2 * self._posted > len(self._counts):  # an overcount only leaves keys out
             self._counts = np.tile(self._counts, 2)
-        np.add.at(self._counts, self._slots(keys), 1)
-        np.minimum(self._counts, self.full, out=self._counts)
+        slots = self._slots(keys)
+        np.add.at(self._counts, slots, 1)
+        self._counts[slots] = np.minimum(self._counts[slots], self.full)
         self._last = None
 
     def shared(self, new: Any, kept: Any) -> bool:
