@@ -623,9 +623,13 @@ class Verified:
         if len(data) < at + _HEADER.size:
             raise ValueError("corrupt verified signature: phrase filter is cut")
         end = at + _HEADER.size + (_HEADER.unpack_from(data, at)[1] + 7) // 8
-        if len(data) < end + 4:
+        if len(data) < end:
             raise ValueError("corrupt verified signature: phrase filter is cut")
         phrases = Phrases.decode(view[at:end])
+        if len(data) == end:  # written without the similar rule's filter and excerpt keys
+            return Stored(backend, phrases, None, Excerpts.decode(b""))
+        if len(data) < end + 4:
+            raise ValueError("corrupt verified signature: similar-rule filter is cut")
         (size,) = struct.unpack_from("<I", data, end)
         if len(data) < end + 4 + size:
             raise ValueError("corrupt verified signature: similar-rule filter is cut")
