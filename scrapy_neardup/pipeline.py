@@ -89,7 +89,8 @@ class NearDupPipeline:
         if not verdict.is_duplicate:
             self.state.inc("neardup/items/kept")
             if page is not None and signed is page.signed and page.extracted.lines is not None:
-                self.state.kept_lines.remember(verdict.key, page.extracted.lines)
+                site = site_of(page.url)
+                self.state.kept_lines.remember(verdict.key, page.extracted.lines, site)
             if verdict.related_to is not None:
                 self._related(adapter, verdict)
             elif verdict.near_to is not None:
@@ -170,7 +171,8 @@ class NearDupPipeline:
         # nothing a reader of the kept page would miss, whichever reading compared them.
         copied = [match.key for match in found]
         lines = page.extracted.lines if copied else None
-        if lines is not None and state.kept_lines.hold(copied, lines, self._allowed(page)):
+        allowed = self._allowed(page)
+        if lines is not None and state.kept_lines.hold(copied, lines, allowed, site):
             state.inc("neardup/extract/reread_spared")  # its whole page is on a kept one
             return page.signed
         state.inc("neardup/extract/reread")
