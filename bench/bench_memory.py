@@ -45,6 +45,7 @@ from bench.common import rss_bytes  # noqa: E402
 from corpus import load_article_bodies  # noqa: E402
 from scrapy_neardup.algorithms import METHODS, make_method  # noqa: E402
 from scrapy_neardup.algorithms.containment import Verified  # noqa: E402
+from scrapy_neardup.algorithms.excerpts import Stored  # noqa: E402
 from scrapy_neardup.engine import Index  # noqa: E402
 from scrapy_neardup.storage.lshbloom import DEFAULT_WINDOW as LSHBLOOM_WINDOW  # noqa: E402
 from scrapy_neardup.storage.lshbloom import LSHBloomStore  # noqa: E402
@@ -112,11 +113,16 @@ def redraw(name: str, signature: Any, rng: np.random.Generator) -> Any:
     raise ValueError(name)
 
 
-def fill(name: str, store_name: str, sizes: list[int], seed: int, queue: Any) -> None:
-    """In a child process: index up to max(sizes) documents, RSS per document at each size."""
+def fill(
+    name: str, store_name: str, sizes: list[int], seed: int, queue: Any, excerpts: bool = True
+) -> None:
+    """In a child process: index up to max(sizes) documents, RSS per document at each size.
+    Each document's excerpt keys (``algorithms/excerpts.py``) are drawn again too, as many as
+    its text has (none without ``excerpts``)."""
     method = Verified(make_method(name))
     signed = [method.signature(Document(t)) for t in documents(SIGNED, seed)]
     signed = [s for s in signed if s[1].count]
+    counts = [len(method.excerpts.fingerprints(s)) if excerpts else 0 for s in signed]
     rng = np.random.default_rng(seed)
     if store_name == "compact":
         store: Any = MemoryBucketStore(codec=method)
@@ -132,9 +138,12 @@ def fill(name: str, store_name: str, sizes: list[int], seed: int, queue: Any) ->
         while done < size:
             backend, phrases = signed[done % len(signed)]
             phrases = replace(phrases, bits=phrases.bits.copy(), sequence=None, lines=None)
+            fingerprints = rng.integers(0, 2**63, counts[done % len(signed)], dtype=np.int64)
             index.add(
                 f"https://site{done % 997}.example/news/{done:09d}",
-                (redraw(name, backend, rng), phrases),
+                Stored(
+                    redraw(name, backend, rng), phrases, np.unique(fingerprints.astype(np.uint64))
+                ),
             )
             done += 1
         gc.collect()
@@ -145,10 +154,12 @@ def fill(name: str, store_name: str, sizes: list[int], seed: int, queue: Any) ->
     queue.put(out)
 
 
-def measure(name: str, store_name: str, sizes: list[int], seed: int) -> list[dict[str, Any]]:
+def measure(
+    name: str, store_name: str, sizes: list[int], seed: int, excerpts: bool = True
+) -> list[dict[str, Any]]:
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=fill, args=(name, store_name, sizes, seed, queue))
+    proc = ctx.Process(target=fill, args=(name, store_name, sizes, seed, queue, excerpts))
     proc.start()
     found = queue.get()
     proc.join()

@@ -198,6 +198,19 @@ def reprint(text: str, rng: random.Random, vocabulary: list[str]) -> str:
     return f"{source}\n{replace_words(text, 0.01, rng, vocabulary)}"
 
 
+def excerpt(text: str, rng: random.Random, share: float, min_words: int = 50) -> str | None:
+    """A contiguous part of ``text``: ``share`` of its words (at least ``min_words``), from a
+    random word on, so it may start and end mid-sentence; its line breaks are kept. None when
+    the text is too short to have one that is shorter than itself (CJK: characters)."""
+    cjk = is_cjk(text)
+    units = [(m.start(), m.end()) for m in re.finditer(r"\S" if cjk else r"\S+", text)]
+    size = max(min_words, round(share * len(units)))
+    if size >= len(units):
+        return None
+    start = rng.randrange(len(units) - size + 1)
+    return text[units[start][0] : units[start + size - 1][1]]
+
+
 # -- corpora ----------------------------------------------------------------------------------
 
 

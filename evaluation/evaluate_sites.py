@@ -64,6 +64,7 @@ if str(ROOT) not in sys.path:
 
 from bench.common import run_spider, serve_pages  # noqa: E402
 from scrapy_neardup.algorithms.containment import LOSSY_BELOW, text_coverage  # noqa: E402
+from scrapy_neardup.extraction import extract_main_text  # noqa: E402
 
 ALL_BACKENDS = [
     "minhash",
@@ -262,7 +263,7 @@ class PlainSpider(scrapy.Spider):
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.kept, spider.dropped = [], []
+        spider.kept, spider.dropped, spider.order = [], [], []
         crawler.signals.connect(spider.on_kept, signal=signals.item_scraped)
         crawler.signals.connect(spider.on_dropped, signal=signals.item_dropped)
         crawler.signals.connect(spider.on_closed, signal=signals.spider_closed)
@@ -278,14 +279,16 @@ class PlainSpider(scrapy.Spider):
 
     def on_kept(self, item, **kwargs):
         self.kept.append(item["url"])
+        self.order.append(item["url"])
 
     def on_dropped(self, item, exception, **kwargs):
         self.dropped.append([item["url"], str(exception)])
+        self.order.append(item["url"])
 
     def on_closed(self, spider, reason, **kwargs):
         stats = self.crawler.stats.get_stats()
         with open(OUT, "w") as out:
-            json.dump({"kept": self.kept, "dropped": self.dropped,
+            json.dump({"kept": self.kept, "dropped": self.dropped, "order": self.order,
                        "finish_reason": reason,
                        "stats": {k: v for k, v in stats.items() if k.startswith("neardup/")}},
                       out, default=str)
@@ -339,6 +342,7 @@ def crawl_site(
     return {
         "kept": [rel(u) for u in result["kept"]],
         "drops": drops,
+        "order": [rel(u) for u in result.get("order", [])],
         "finish_reason": result["finish_reason"],
         "stats": result["stats"],
     }
@@ -396,6 +400,16 @@ class Texts:
             self.cache[key] = main_text(html)
         return f"{self.cache[key]}\n{body_text(html)}" if whole else self.cache[key]
 
+    def rich(self, path: str) -> str:
+        """The page's fullest main-text reading: trafilatura's default and its fast one
+        (which keeps sections the default leaves out), a line apart."""
+        html = (self.root / path).read_bytes()
+        key = "rich:" + hashlib.sha1(html).hexdigest()
+        if key not in self.cache:
+            fast = extract_main_text(html, f"http://127.0.0.1/{path}").text
+            self.cache[key] = f"{self.text(path)}\n{fast}"
+        return self.cache[key]
+
     def save(self) -> None:
         if self.cache_file:
             self.cache_file.parent.mkdir(parents=True, exist_ok=True)
@@ -407,6 +421,8 @@ class Score:
     pages: int = 0
     dropped: int = 0
     lossy: int = 0
+    copies: int = 0  # pages whose main text an earlier page of the crawl holds (COPY_AT)
+    copies_dropped: int = 0
     unscored: int = 0  # drops whose reason names no original
     bins: list[int] = field(default_factory=lambda: [0] * (len(BINS) - 1))
     worst: list[tuple[float, str, str, str, float]] = field(default_factory=list)
@@ -425,7 +441,42 @@ def score(crawled: dict, texts: Texts) -> Score:
             s.lossy += 1
         s.worst.append((round(c, 3), page, original, method, similarity))
     s.worst = sorted(s.worst)[:3]
+    copies = copies_in_order(crawled.get("order", []), texts)
+    dropped = {drop[0] for drop in crawled["drops"]}
+    s.copies, s.copies_dropped = len(copies), len(copies & dropped)
     return s
+
+
+#: A page is a copy when this share of its main text's 3-shingles is in an earlier page.
+COPY_AT = 0.95
+
+
+def copies_in_order(order: list[str], texts: Texts) -> set[str]:
+    """The pages whose fullest main text (:meth:`Texts.rich`: a partly translated page is
+    no copy, even where one reading misses its translated section) lies, at :data:`COPY_AT`
+    or more, in a page the crawl met before it (its main and visible text): what the default
+    decision should drop, in the order the crawl took. Candidates come from an exact index of word
+    3-shingles; each is confirmed with :func:`contained`."""
+    from collections import Counter
+
+    from scrapy_neardup.text import Document
+
+    index: dict[int, list[int]] = {}
+    copies: set[str] = set()
+    for i, page in enumerate(order):
+        words = Document(texts.rich(page)).tokens
+        own = {hash(tuple(words[j : j + 3])) for j in range(max(len(words) - 2, 0))}
+        hits = Counter(k for sh in own for k in index.get(sh, ()))
+        for k, n in hits.most_common(5):
+            if n < COPY_AT * len(own) * 0.9:
+                break
+            if contained(texts.rich(page), texts.text(order[k], whole=True)) >= COPY_AT:
+                copies.add(page)
+                break
+        whole = Document(texts.text(page, whole=True)).tokens
+        for sh in {hash(tuple(whole[j : j + 3])) for j in range(max(len(whole) - 2, 0))}:
+            index.setdefault(sh, []).append(i)
+    return copies
 
 
 # ---------------------------------------------------------------- the command
@@ -493,6 +544,11 @@ def scored(site: Site, backend: str, served: int, crawled: dict, texts: Texts, s
         + f"{sec:>6.0f}",
         flush=True,
     )
+    if s.copies:
+        print(
+            f"    copies dropped {s.copies_dropped} / {s.copies}"
+            f" (recall {s.copies_dropped / s.copies:.3f})"
+        )
     if s.unscored:
         print(f"    {s.unscored} drops name no original: has the DropItem message changed?")
     unverified = crawled["stats"].get("neardup/lshbloom/unverified")
@@ -510,6 +566,8 @@ def scored(site: Site, backend: str, served: int, crawled: dict, texts: Texts, s
         "not_crawled": served - s.pages,
         "dropped": s.dropped,
         "lossy": s.lossy,
+        "copies": s.copies,
+        "copies_dropped": s.copies_dropped,
         "unscored": s.unscored,
         "containment_bins": dict(zip(bin_labels(), s.bins, strict=True)),
         "worst": s.worst,
@@ -555,6 +613,7 @@ def main(argv: list[str] | None = None) -> int:
             for r in earlier:
                 if r["site"] == site.name and r["backend"] in backends:
                     crawled = {k: r[k] for k in ("drops", "finish_reason", "stats")}
+                    crawled["order"] = r.get("order", [])
                     crawled["kept"] = r.get("kept") or [""] * (r["pages"] - r["dropped"])
                     served, sec = r["pages_served"], r["seconds"]
                     results.append(scored(site, r["backend"], served, crawled, texts, sec))

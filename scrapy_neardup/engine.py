@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol
 
 from scrapy_neardup.algorithms import DEFAULT_METHOD, Match, Method, make_method
-from scrapy_neardup.algorithms.base import BucketStore
+from scrapy_neardup.algorithms.base import BucketStore, Verifier
 from scrapy_neardup.algorithms.containment import (
     BOILERPLATE_SHARE,
     SiteLines,
@@ -66,6 +66,8 @@ class Index:
         self.store = store
         self._probe_count = getattr(method, "probe_count", None)
         self._check = getattr(method, "check", None)
+        self._posted = getattr(method, "posted", None)  # told what a kept document posted
+        self._excerpt_keys = getattr(method, "excerpt_keys", None)
 
     def _verifier(
         self,
@@ -111,14 +113,36 @@ class Index:
         contained: dict[str, float] = {}
         verify = self._verifier(signature, related, contained, near)
         buckets = self.method.bucket_keys(signature)
-        if add:
+        first, verify = self._excerpts_first(signature, verify)
+        if add and not first:
             found = self.store.query_and_add(
                 key, signature, buckets, verify, **self._probe(signature)
             )
+            if not found and self._posted is not None:
+                self._posted(signature)
         else:
             found = self.store.query(signature, buckets, verify, **self._probe(signature))
+        found = first + found
         name = self.method.name
         return [Match(k, sim, name, contained.get(k, 1.0)) for k, sim in found], related
+
+    def _excerpts_first(self, signature: Any, verify: Verifier) -> tuple[list, Verifier]:
+        """A store told to ``probe`` the least filled buckets only (SpotSigs) may leave out
+        the excerpt keys (algorithms/excerpts.py), whose promise needs every one of them: they
+        are queried first, all of them. Returns what they found and the verifier for all the
+        buckets then, which skips the candidates already verified (what they found is a copy:
+        the document is not added)."""
+        keys = self._excerpt_keys(signature) if self._excerpt_keys and self._probe_count else []
+        if not keys:
+            return [], verify
+        checked: set[str] = set()
+
+        def once(key: str, other: Any) -> float | None:
+            checked.add(key)
+            return verify(key, other)
+
+        found = self.store.query(signature, keys, once)
+        return found, lambda key, other: None if key in checked else verify(key, other)
 
     def query(self, signature: Any) -> list[Match]:
         return self.search("", signature, add=False)[0]
@@ -134,6 +158,8 @@ class Index:
 
     def add(self, key: str, signature: Any) -> None:
         self.store.add(key, signature, self.method.bucket_keys(signature))
+        if self._posted is not None:
+            self._posted(signature)
 
     def __len__(self) -> int:
         return len(self.store)

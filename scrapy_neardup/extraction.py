@@ -489,28 +489,41 @@ class FastReadings:
 
 class KeptLines:
     """The :class:`PageLines` of the ``max_pages`` pages kept last (about 1 KB each, and
-    ``max_hashes`` line hashes in all: 16 MB), and of up to ``per_page`` pages dropped for
-    each after their full reading confirmed it.
+    ``max_hashes`` line hashes in all: 16 MB), of up to ``per_page`` pages dropped for each
+    after their full reading confirmed it, and the lines each site repeats.
 
-    An exact copy of one of them (its fast reading the same, word for word) whose lines are
-    all on it (or on one of the pages confirmed as its copies) but for ``allowed`` characters
-    is dropped on its fast reading: no reading of it can hold more than that. The pages of
-    one site's template (URL variants, a rotating ad, a session id) are the usual case. Kept
-    in memory only: after a restart, or for a page another crawler process kept, the full
-    reading decides as before."""
+    A would-be drop whose lines are all on the kept page it would be dropped for (or on one
+    of the pages confirmed as its copies) but for ``allowed`` characters is dropped on its
+    fast reading: no reading of it can hold more than that. A line on ``repeats`` pages its
+    site kept (its navigation, in whatever language an edition of the site uses) is on kept
+    pages already, so it does not count as new. Kept in memory only: after a restart, or
+    for a page another crawler process kept, the full reading decides as before."""
 
-    def __init__(self, max_pages: int = 8192, per_page: int = 4, max_hashes: int = 1 << 22):
+    def __init__(
+        self,
+        max_pages: int = 8192,
+        per_page: int = 4,
+        max_hashes: int = 1 << 22,
+        repeats: int = 3,
+        max_site_lines: int = 1 << 15,
+        max_sites: int = 256,
+    ):
         self.max_pages, self.per_page, self.max_hashes = max_pages, per_page, max_hashes
+        self.repeats, self.max_site_lines, self.max_sites = repeats, max_site_lines, max_sites
         self._pages: OrderedDict[str, list[np.ndarray]] = OrderedDict()
         self._hashes = 0
+        self._sites: OrderedDict[str, dict[int, int]] = OrderedDict()
+        self._common: dict[str, np.ndarray] = {}  # a site's repeated lines, sorted (cache)
 
-    def remember(self, key: str, lines: PageLines) -> None:
-        """The lines of a page kept as ``key``."""
+    def remember(self, key: str, lines: PageLines, site: str = "") -> None:
+        """The lines of a page kept as ``key`` (of ``site``)."""
         self._forget(key)
         self._pages[key] = []
         self._add(self._pages[key], lines)
         while self._pages and (len(self._pages) > self.max_pages or self._hashes > self.max_hashes):
             self._forget(next(iter(self._pages)))
+        if site:
+            self._count(site, lines)
 
     def remember_copy(self, keys: list[str], lines: PageLines) -> None:
         """The lines of a page to be dropped for ``keys`` after a full reading said no more."""
@@ -519,14 +532,38 @@ class KeptLines:
             if found is not None and len(found) <= self.per_page:
                 self._add(found, lines)
 
-    def hold(self, keys: list[str], lines: PageLines, allowed: int) -> bool:
-        """Whether the lines kept for one of ``keys`` hold all of ``lines`` but ``allowed``
-        characters."""
+    def hold(self, keys: list[str], lines: PageLines, allowed: int, site: str = "") -> bool:
+        """Whether the lines kept for one of ``keys``, with the lines ``site`` repeats, hold
+        all of ``lines`` but ``allowed`` characters."""
+        common = self._common_lines(site)
         for key in keys:
             for kept in self._pages.get(key, ()):
-                if lines.chars_not_in(kept) <= allowed:
+                if lines.chars_not_in(np.union1d(kept, common)) <= allowed:
                     return True
         return False
+
+    def _count(self, site: str, lines: PageLines) -> None:
+        counts = self._sites.pop(site, None)
+        if counts is None:
+            counts = {}
+            if len(self._sites) >= self.max_sites:
+                gone, _ = self._sites.popitem(last=False)
+                self._common.pop(gone, None)
+        self._sites[site] = counts
+        for h in np.unique(lines.hashes).tolist():
+            if h in counts or len(counts) < self.max_site_lines:
+                counts[h] = counts.get(h, 0) + 1
+        self._common.pop(site, None)
+
+    def _common_lines(self, site: str) -> np.ndarray:
+        found = self._common.get(site)
+        if found is None:
+            counts = self._sites.get(site, {})
+            found = np.array(
+                sorted(h for h, n in counts.items() if n >= self.repeats), dtype=np.uint32
+            )
+            self._common[site] = found
+        return found
 
     def _add(self, found: list[np.ndarray], lines: PageLines) -> None:
         hashes = np.unique(lines.hashes)

@@ -89,7 +89,8 @@ class NearDupPipeline:
         if not verdict.is_duplicate:
             self.state.inc("neardup/items/kept")
             if page is not None and signed is page.signed and page.extracted.lines is not None:
-                self.state.kept_lines.remember(verdict.key, page.extracted.lines)
+                site = site_of(page.url)
+                self.state.kept_lines.remember(verdict.key, page.extracted.lines, site)
             if verdict.related_to is not None:
                 self._related(adapter, verdict)
             elif verdict.near_to is not None:
@@ -156,8 +157,8 @@ class NearDupPipeline:
         (readability, jusText) before it is: the full reading is compared when the fast one
         does not hold it. Only would-be drops pay for it (a third more per page read), and on
         a site whose fast readings proved complete only some of them (:class:`FastReadings`);
-        not an exact copy whose page is all on the kept page it would be dropped for, but the
-        share of text a drop allows anyway (:class:`KeptLines`): no reading could say more."""
+        not a page that is all on the kept page it would be dropped for, but the share of text
+        a drop allows anyway (:class:`KeptLines`): no reading could say more."""
         body, page.body = page.body, None
         state, site = self.state, site_of(page.url)  # as the middleware reads it
         if not state.readings.should_reread(site):
@@ -165,11 +166,13 @@ class NearDupPipeline:
         found = await state.would_drop_for(key, page.signed)
         if not found:
             return page.signed
-        # Only an exact copy's reading is the kept page's reading word for word, so that what
-        # its page adds is all the text a full reading could add (a tenth, as a drop allows).
-        copied = [match.key for match in found if match.method == "exact"]
+        # What its page shows beyond the kept page's bounds the text any reading could add:
+        # a page whose lines are on the kept page but for a tenth (as a drop allows) loses
+        # nothing a reader of the kept page would miss, whichever reading compared them.
+        copied = [match.key for match in found]
         lines = page.extracted.lines if copied else None
-        if lines is not None and state.kept_lines.hold(copied, lines, self._allowed(page)):
+        allowed = self._allowed(page)
+        if lines is not None and state.kept_lines.hold(copied, lines, allowed, site):
             state.inc("neardup/extract/reread_spared")  # its whole page is on a kept one
             return page.signed
         state.inc("neardup/extract/reread")

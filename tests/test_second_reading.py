@@ -92,8 +92,11 @@ def test_a_translation_read_short_is_read_in_full_and_kept(tmp_path) -> None:
     assert dropped["url"].endswith("/print/de/x509.html")
     assert dropped["reason"].split("near-duplicate of ")[1].startswith(start + "de/x509.html")
     stats = result["stats"]
-    assert stats["neardup/extract/reread"] == stats["neardup/extract/reread_richer"] == 1
-    assert stats["neardup/extract/in_full"] == 1  # the print version
+    assert stats["neardup/extract/reread_richer"] >= 1
+    # The print version is read in full at once, or (read before the German chapter's
+    # verdict, under load) read again before its drop: two full readings either way.
+    in_full = stats.get("neardup/extract/in_full", 0)
+    assert stats["neardup/extract/reread"] + in_full == 2
 
 
 def test_fast_readings_are_trusted_per_site_until_one_reads_short() -> None:
@@ -154,6 +157,25 @@ def test_kept_lines_hold_a_kept_page_and_its_confirmed_copies_and_are_bounded() 
     assert not kept.hold(["a"], lines("nav"), allowed=0) and kept._hashes == 4
     kept.remember("b", lines("one"))  # kept again: replaced, not added
     assert kept._hashes == 1
+
+
+def test_kept_lines_leave_out_the_lines_a_site_repeats() -> None:
+    """A line on three pages a site kept (its navigation, in one edition's language) is on
+    kept pages already: it does not count against a would-be drop of that site."""
+
+    def lines(*texts: str) -> PageLines:
+        hashes = [hash(t) & 0xFFFFFFFF for t in texts]
+        return PageLines(np.array(hashes, np.uint32), np.array([len(t) for t in texts], np.uint32))
+
+    kept = KeptLines()
+    kept.remember("en/1", lines("Prev", "Next", "chapter one"), "site")
+    copy = lines("Zurück", "Weiter", "chapter one")
+    assert not kept.hold(["en/1"], copy, allowed=5, site="site")
+    for n in (2, 3, 4):
+        kept.remember(f"de/{n}", lines("Zurück", "Weiter", f"Kapitel {n}"), "site")
+    assert kept.hold(["en/1"], copy, allowed=0, site="site")
+    assert not kept.hold(["en/1"], copy, allowed=0, site="other")  # another site's lines
+    assert not kept.hold(["en/1"], lines("Zurück", "new text"), allowed=0, site="site")
 
 
 # The English chapter comes again under another URL with a session line in its footer: its

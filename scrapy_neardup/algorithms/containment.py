@@ -65,6 +65,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import xxhash
 
+from scrapy_neardup.algorithms.excerpts import Excerpts, Stored
 from scrapy_neardup.text import Document, ShingleSpec, normalize, token_starts
 
 COVERAGE = 0.9
@@ -495,8 +496,11 @@ class Verified:
             self._default_similarity() if similarity is None else _unit("similarity", similarity)
         )
         self._estimate = getattr(backend, "estimate", backend.similarity)
+        self.excerpts = Excerpts()  # excerpt keys beside the backend's (algorithms/excerpts.py)
         if hasattr(backend, "probe_count"):  # the engine asks it of a whole signature
-            self.probe_count = lambda signature: backend.probe_count(signature[0])
+            self.probe_count = lambda signature: (
+                backend.probe_count(signature[0]) + len(self.excerpts.keys(signature))
+            )
         if hasattr(backend, "hamming_key"):  # and a store of a whole signature
             self.hamming_key = lambda signature: backend.hamming_key(signature[0])
 
@@ -523,7 +527,7 @@ class Verified:
             "similarity": (self.similarity_threshold, self._default_similarity()),
         }
         verify.update({k: v for k, (v, default) in extra.items() if v != default})
-        return {**self.backend.params(), "verify": verify}
+        return {**self.backend.params(), "verify": verify, "excerpts": self.excerpts.params()}
 
     def _default_similarity(self) -> float:
         if self.name == "simhash":
@@ -537,7 +541,15 @@ class Verified:
         return self.backend.signature(doc), phrases_of(doc), extra
 
     def bucket_keys(self, signature: tuple[Any, ...]) -> list[int]:
-        return self.backend.bucket_keys(signature[0])
+        return list(self.backend.bucket_keys(signature[0])) + self.excerpt_keys(signature)
+
+    def excerpt_keys(self, signature: tuple[Any, ...]) -> list[int]:
+        """The excerpt keys among :meth:`bucket_keys` (the engine queries them first)."""
+        return self.excerpts.keys(signature).tolist()
+
+    def posted(self, signature: tuple[Any, ...]) -> None:
+        """Told that a kept document was posted under :meth:`bucket_keys`."""
+        self.excerpts.posted(signature)
 
     def measure(self, new: tuple[Any, ...], kept: tuple[Any, ...], estimate: float) -> float | None:
         """The "similar" rule's measure of a candidate (None: cannot say)."""
@@ -551,8 +563,11 @@ class Verified:
     def check(self, new: tuple[Any, ...], kept: tuple[Any, ...]) -> Check | None:
         """None when the candidate is neither a copy, related nor near."""
         similarity = self._estimate(new[0], kept[0])
-        if similarity is None:
-            return None
+        if similarity is None:  # screened out by the backend: an excerpt is far below it,
+            # and verified when it shares half its excerpt fingerprints (algorithms/excerpts.py)
+            if not self.excerpts.shared(new, kept):
+                return None
+            similarity = 0.0
         found = coverage(new[1], kept[1], self.coverage, self.shingles)
         contained = holds(found, self.coverage, self.shingles)
         measure = self.measure(new, kept, similarity)
@@ -584,10 +599,17 @@ class Verified:
 
     def encode(self, signature: tuple[Any, ...]) -> bytes:
         inner = self.backend.encode(signature[0])
-        out = struct.pack("<I", len(inner)) + inner + signature[1].encode()
-        if len(signature) > 2 and signature[2] is not None:
-            out += signature[2].encode()
-        return out
+        extra = signature[2].encode() if len(signature) > 2 and signature[2] is not None else b""
+        return b"".join(
+            (
+                struct.pack("<I", len(inner)),
+                inner,
+                signature[1].encode(),
+                struct.pack("<I", len(extra)),
+                extra,
+                self.excerpts.encode(signature),
+            )
+        )
 
     def decode(self, data: bytes) -> tuple[Any, Phrases, Phrases | None]:
         if len(data) < 4:
@@ -596,16 +618,20 @@ class Verified:
         if 4 + length > len(data):
             raise ValueError("corrupt verified signature: backend part is cut")
         view = memoryview(data)
-        rest = view[4 + length :]
-        # A filter's header gives its length, so a second one (the similar rule's) follows
-        # the first; states written without it decode as before.
-        if len(rest) >= _HEADER.size:
-            _, size, _ = _HEADER.unpack_from(rest)
-            first = _HEADER.size + (size + 7) // 8
-            if first < len(rest):
-                return (
-                    self.backend.decode(bytes(view[4 : 4 + length])),
-                    Phrases.decode(rest[:first]),
-                    Phrases.decode(rest[first:]),
-                )
-        return self.backend.decode(bytes(view[4 : 4 + length])), Phrases.decode(rest), None
+        backend = self.backend.decode(bytes(view[4 : 4 + length]))
+        at = 4 + length
+        if len(data) < at + _HEADER.size:
+            raise ValueError("corrupt verified signature: phrase filter is cut")
+        end = at + _HEADER.size + (_HEADER.unpack_from(data, at)[1] + 7) // 8
+        if len(data) < end:
+            raise ValueError("corrupt verified signature: phrase filter is cut")
+        phrases = Phrases.decode(view[at:end])
+        if len(data) == end:  # written without the similar rule's filter and excerpt keys
+            return Stored(backend, phrases, None, Excerpts.decode(b""))
+        if len(data) < end + 4:
+            raise ValueError("corrupt verified signature: similar-rule filter is cut")
+        (size,) = struct.unpack_from("<I", data, end)
+        if len(data) < end + 4 + size:
+            raise ValueError("corrupt verified signature: similar-rule filter is cut")
+        extra = Phrases.decode(view[end + 4 : end + 4 + size]) if size else None
+        return Stored(backend, phrases, extra, self.excerpts.decode(view[end + 4 + size :]))

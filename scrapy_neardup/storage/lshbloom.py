@@ -107,8 +107,13 @@ class LSHBloomStore:
     def _add(self, key: str, signature: Any, buckets: list[int]) -> bool:
         """Adds; returns whether a band of it was met before."""
         met = False
+        # Excerpt keys (algorithms/excerpts.py) find parts of the window's pages only: two
+        # pages that share a paragraph are no copies, so their keys are no bands met.
+        excerpts = getattr(self._codec, "excerpt_keys", None)
+        skip = set(excerpts(signature)) if excerpts is not None else set()
         for bucket in buckets:
-            met = self.bloom.add(_fingerprint(bucket)) or met
+            if bucket not in skip:
+                met = self.bloom.add(_fingerprint(bucket)) or met
         if len(self._newer) * 2 >= self.window:
             self._older, self._newer = self._newer, MemoryBucketStore(codec=self._codec)
         self._newer.add(key, signature, buckets)

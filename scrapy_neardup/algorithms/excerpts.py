@@ -1,0 +1,210 @@
+"""Excerpt keys: buckets that propose a kept page for any long enough run of its words.
+
+An excerpt (a teaser, a quoted section, a tenth of a longer kept page) is contained in its
+source, and containment (``algorithms/containment.py``) would drop it; but its Jaccard
+similarity with the source is 0.02-0.4, so MinHash's bands (tuned at Jaccard 0.4-0.5) and
+SpotSigs's similarity never propose the pair. These keys do, whatever the length ratio.
+
+**Winnowing** (Schleimer, Wilkerson and Aiken, SIGMOD 2003). Of a page's word
+``SHINGLE``-shingles (5: a hash of the word 3-shingles the phrase filter already made, at
+``i`` and ``i + 2``), every window of ``WINDOW`` (40) consecutive ones contributes its
+smallest hash. Two texts that share a run of ``WINDOW + SHINGLE - 1`` (44) words share that
+run's window, hence its smallest hash: an exact excerpt of 50 words or more always shares a
+key with its source, however long the source. A page keeps about ``2 / (WINDOW + 1)`` of its
+shingles: ~50 keys per 1,000 words of prose (the real articles of ``../shared/data``). The
+keys are mixed with a tag, so they fall apart from the backend's (a collision costs one
+verification, like any other).
+
+**Boilerplate.** A navigation line on every page of a site would make every page a
+candidate for every other. Three guards keep checks cheap, and such a page kept:
+
+* a key's shingle lies in lines of at least ``MIN_LINE`` (20) words: prose, not a menu, a
+  list of related links or a footer, whose lines are short (the first and the last line of
+  a page are exempt: an excerpt is cut there). A page whose extraction missed its article
+  and kept its template's related-stories list is then proposed for no page of that site;
+* a key whose shingle lies wholly in lines the site repeats on kept pages
+  (``Phrases.ignore``, :class:`~scrapy_neardup.algorithms.containment.SiteLines`) is left
+  out: a page is proposed by its own text, never by its template;
+* a key already posted by ``FULL`` (8) kept pages is neither posted nor queried again: a
+  bucket that full says nothing (text in 8 kept pages is boilerplate, or is found through the
+  pages that have it). So a query reads at most ``FULL`` documents per key. The counts are
+  this process's (rebuilt as a crawl goes and as saved state or a journal is replayed, not
+  shared between processes that share a Redis index): a table of one byte per slot, at least
+  two slots per posting, doubled as it fills (an overcount only ever leaves a key out).
+
+**Screening.** A backend's ``estimate`` may screen such a pair out (SpotSigs's says None
+below Jaccard 0.2, whatever the containment); then it is verified only when it holds at least
+half of the new page's fingerprints (:meth:`Excerpts.shared`): an exact excerpt holds all of
+its own, while a page that shares a sentence or a paragraph with the new one (a quote, a
+disclaimer) holds one or two of its dozens and costs a set intersection, not a verification.
+A candidate with an estimate (MinHash's, however low) is verified as before.
+
+**Memory and Redis.** Every store gets the keys as buckets (no store code of their own); a
+store told to probe only the least filled buckets (SpotSigs) is first asked for the excerpt
+keys alone, all of them (``Index._excerpts_first``), which for Redis is one more round trip
+a page. LSHBloom posts them in its window only, not in its band filter.
+
+The keys are computed from the phrase filter's shingle sequence, which only a freshly signed
+page has; so they are stored with the signature (8 bytes each, after the phrase filter) and
+read back from it when saved state or a journal is loaded (:class:`Stored`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+SHINGLE = 5
+WINDOW = 40
+FULL = 8
+MIN_WORDS = 50
+MIN_LINE = 20
+_TAG = np.uint64(0x6578636572707473)  # "excerpts"
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_NONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # no fingerprint (a shingle of ignored words)
+
+
+class Stored(tuple):
+    """A decoded ``(backend signature, Phrases, Phrases | None)`` that carries its stored
+    excerpt keys."""
+
+    excerpts: np.ndarray
+
+    def __new__(cls, backend: Any, phrases: Any, extra: Any, excerpts: np.ndarray) -> Stored:
+        self = super().__new__(cls, (backend, phrases, extra))
+        self.excerpts = excerpts
+        return self
+
+    def __reduce__(self) -> Any:
+        return (Stored, (self[0], self[1], self[2], self.excerpts))
+
+
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        x = x ^ (x >> np.uint64(30))
+        x = x * np.uint64(0xBF58476D1CE4E5B9)
+        x = x ^ (x >> np.uint64(27))
+        x = x * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def winnow(
+    sequence: np.ndarray, ignore: np.ndarray | None = None, lines: np.ndarray | None = None
+) -> np.ndarray:
+    """The sorted distinct fingerprints of a word 3-shingle hash sequence (see the module
+    docstring); none for a text under ``MIN_WORDS`` (50) words, which only its backend
+    proposes (an excerpt that short says too little to be dropped as one). A shingle whose
+    words all lie in ``ignore`` (a flag per word) never is one: it cannot win a window, so
+    windows wholly in the page's own text are as in any copy. Nor is one with a word in a line
+    of fewer than ``MIN_LINE`` (20) words, given the words of each line (``lines``), but for
+    the first and the last line, where an excerpt is cut."""
+    n = len(sequence) - (SHINGLE - 3)
+    if n + SHINGLE - 1 < MIN_WORDS:
+        return np.empty(0, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        left = sequence[:n].astype(np.uint64)
+        right = sequence[SHINGLE - 3 :].astype(np.uint64)
+        shingles = _splitmix(left * _MIX + ((right << np.uint64(17)) | (right >> np.uint64(47))))
+    if ignore is not None and len(ignore) == n + SHINGLE - 1:
+        shingles[_in_shingle(ignore) == SHINGLE] = _NONE  # all its words ignored
+    if lines is not None and len(lines) > 2 and int(lines.sum()) == n + SHINGLE - 1:
+        short = lines < MIN_LINE
+        short[0] = short[-1] = False
+        shingles[_in_shingle(np.repeat(short, lines)) > 0] = _NONE  # a word in a short line
+    mins = _window_min(shingles, min(WINDOW, n))
+    mins = mins[np.r_[True, mins[1:] != mins[:-1]]]  # neighbouring windows share their minimum
+    return np.unique(mins[mins != _NONE])
+
+
+def _in_shingle(flags: np.ndarray) -> np.ndarray:
+    """For each word shingle, how many of its words are flagged."""
+    counts = np.concatenate(([0], np.cumsum(flags, dtype=np.int64)))
+    return counts[SHINGLE:] - counts[:-SHINGLE]
+
+
+def _window_min(x: np.ndarray, w: int) -> np.ndarray:
+    """The minimum of every ``w`` consecutive values in O(n) (van Herk / Gil-Werman: within
+    blocks of ``w``, the minimum of the suffix where a window starts and of the prefix where
+    it ends)."""
+    n = len(x)
+    padded = np.full(-(-n // w) * w, _NONE, dtype=np.uint64)
+    padded[:n] = x
+    blocks = padded.reshape(-1, w)
+    prefix = np.minimum.accumulate(blocks, axis=1).ravel()
+    suffix = np.minimum.accumulate(blocks[:, ::-1], axis=1)[:, ::-1].ravel()
+    return np.minimum(suffix[: n - w + 1], prefix[w - 1 : n])
+
+
+class Excerpts:
+    """The excerpt keys of one index, and the counts that leave out the keys that are full."""
+
+    def __init__(self, full: int = FULL) -> None:
+        self.full = full
+        self._counts = np.zeros(1 << 12, dtype=np.uint8)
+        self._posted = 0
+        self._last: tuple[Any, np.ndarray] | None = None
+        self._fresh: tuple[Any, np.ndarray] | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {"winnow": f"word{SHINGLE}/{WINDOW}", "full": self.full}
+
+    def fingerprints(self, signature: Any) -> np.ndarray:
+        """All the excerpt fingerprints of a signature: stored, or from its shingles."""
+        stored = getattr(signature, "excerpts", None)
+        if stored is not None:
+            return stored
+        phrases = signature[1]
+        if phrases.sequence is None:
+            return np.empty(0, dtype=np.uint64)
+        fresh = self._fresh
+        if fresh is None or fresh[0] is not phrases:  # a page is checked against several
+            fresh = self._fresh = (
+                phrases,
+                winnow(phrases.sequence, phrases.ignore, phrases.line_words),
+            )
+        return fresh[1]
+
+    def keys(self, signature: Any) -> np.ndarray:
+        """The tagged bucket keys of a signature's fingerprints, but for the full ones."""
+        last = self._last
+        if last is not None and last[0] is signature:
+            return last[1]
+        keys = _splitmix(self.fingerprints(signature) ^ _TAG)
+        keys = keys[self._counts[self._slots(keys)] < self.full]
+        self._last = (signature, keys)
+        return keys
+
+    def _slots(self, keys: np.ndarray) -> np.ndarray:
+        return (keys & np.uint64(len(self._counts) - 1)).astype(np.intp)
+
+    def posted(self, signature: Any) -> None:
+        """Count the keys a kept page was posted under."""
+        keys = self.keys(signature)
+        self._posted += len(keys)
+        while 2 * self._posted > len(self._counts):  # an overcount only leaves keys out
+            self._counts = np.tile(self._counts, 2)
+        slots = self._slots(keys)
+        np.add.at(self._counts, slots, 1)
+        self._counts[slots] = np.minimum(self._counts[slots], self.full)
+        self._last = None
+
+    def shared(self, new: Any, kept: Any) -> bool:
+        """Whether ``kept`` is worth verifying for a ``new`` page that its backend does not
+        find similar: they share at least half of new's fingerprints, as an excerpt shares
+        all of its own (every window of an exact excerpt is one of its source's). One
+        sentence or paragraph shared with a page (a quote, a disclaimer) shares one or two
+        of a page's dozens: such a candidate costs an intersection, not a verification."""
+        a, b = self.fingerprints(new), self.fingerprints(kept)
+        if not len(a) or not len(b):
+            return False
+        return 2 * len(set(a.tolist()).intersection(b.tolist())) >= len(a)  # numpy: 10x slower
+
+    def encode(self, signature: Any) -> bytes:
+        return self.fingerprints(signature).astype("<u8", copy=False).tobytes()
+
+    @staticmethod
+    def decode(data: bytes | memoryview) -> np.ndarray:
+        if len(data) % 8:
+            raise ValueError(f"excerpt keys must be a multiple of 8 bytes, got {len(data)}")
+        return np.frombuffer(data, dtype="<u8").astype(np.uint64)

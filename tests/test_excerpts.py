@@ -1,0 +1,203 @@
+"""Excerpt keys (algorithms/excerpts.py): a part of a kept page is proposed and dropped, a
+shared navigation line proposes nothing for long, saved state keeps the keys."""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from corpus.documents import synthetic_sentences
+from corpus.text import excerpt
+from scrapy_neardup.algorithms import METHODS
+from scrapy_neardup.algorithms.excerpts import FULL, MIN_WORDS, SHINGLE, WINDOW, Stored, winnow
+from scrapy_neardup.engine import MAGIC, VERSION, Deduplicator, Signed
+from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.storage import redis_client, redis_index
+from scrapy_neardup.text import Document
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from redis_server import RedisServer
+
+BACKENDS = sorted(m for m in METHODS if m != "exact")
+
+
+def article(seed: int, sentences: int = 60) -> str:
+    """About 1,000 words in paragraphs of five sentences."""
+    lines = synthetic_sentences(sentences, seed=seed)
+    return "\n\n".join(" ".join(lines[i : i + 5]) for i in range(0, len(lines), 5))
+
+
+def tenth(text: str, seed: int = 0) -> str:
+    part = excerpt(text, random.Random(seed), 0.1, 50)
+    assert part is not None and len(part.split()) >= 50
+    return part
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param(
+            b,
+            marks=pytest.mark.xfail(
+                reason="the store rejects a candidate by its Hamming key before it is verified",
+                strict=True,
+            ),
+        )
+        if b == "simhash"
+        else b
+        for b in BACKENDS
+    ],
+)
+def test_a_tenth_of_a_kept_page_is_dropped(backend: str) -> None:
+    dedup = Deduplicator(backend)
+    source = article(1)
+    assert len(source.split()) >= 600
+    assert not dedup.check("source", source).is_duplicate
+    for i, other in enumerate((article(2), article(3))):
+        assert not dedup.check(f"other{i}", other).is_duplicate
+    for seed in range(5):
+        verdict = dedup.check(f"part{seed}", tenth(source, seed))
+        assert verdict.duplicate_of == "source", (backend, seed)
+    # An excerpt of a page that was never kept is kept.
+    assert not dedup.check("unrelated", tenth(article(4))).is_duplicate
+
+
+def test_an_excerpt_that_spotsigs_screens_out_is_verified() -> None:
+    dedup = Deduplicator("spotsigs")
+    source = article(1)
+    dedup.check("source", source)
+    part = dedup.sign(tenth(source))
+    kept = dedup.near.method.signature(Document(source))
+    assert dedup.near.method.backend.estimate(part.near[0], kept[0]) is None
+    assert [m.key for m in dedup.would_drop_for(part)] == ["source"]
+
+
+def test_any_shared_run_of_window_words_shares_a_fingerprint() -> None:
+    rng = np.random.default_rng(0)
+    long = rng.integers(0, 2**63, 3000).astype(np.uint64)
+    whole = set(winnow(long).tolist())
+    assert WINDOW + SHINGLE - 1 <= MIN_WORDS  # any 50 words share a window, hence its minimum
+    run = MIN_WORDS  # words; their 3-shingles are run - 2
+    for start in rng.integers(0, len(long) - run, 200).tolist():
+        part = winnow(long[start : start + run - 2])
+        assert len(part) and whole.issuperset(part.tolist())
+    assert len(winnow(long[: MIN_WORDS - 3])) == 0  # a text under 50 words has none
+    assert len(whole) < 3000 * 2.5 / (WINDOW + 1)
+
+
+def _site_page(nav: str, seed: int) -> str:
+    return nav + "\n" + article(seed, sentences=15) + "\n" + nav
+
+
+def test_a_shared_navigation_line_is_no_drop_and_soon_no_candidate() -> None:
+    nav = " ".join(f"Section{i} Topic{i} News{i}" for i in range(25))  # 75 words, one line
+    dedup = Deduplicator("minhash")
+    verified = dedup.near.method
+    checks = []
+    check = verified.check
+    verified.check = lambda new, kept: checks.append(1) or check(new, kept)
+    for i in range(12):
+        checks.clear()
+        signed = dedup.without_boilerplate("site", dedup.sign(_site_page(nav, 10 + i)))
+        verdict = dedup.check_signed(f"page{i}", signed)
+        dedup.learn_boilerplate("site", signed, verdict)
+        assert not verdict.is_duplicate and verdict.related_to is None
+        if i >= 3:  # the site's repeated line proposes nothing any more
+            assert not checks, i
+    # Without a site (the lines cannot be told), a key stops being queried when FULL pages
+    # were posted under it: a page's checks stay bounded.
+    dedup = Deduplicator("minhash")
+    verified = dedup.near.method
+    verified.check = lambda new, kept: checks.append(1) or check(new, kept)
+    for i in range(FULL + 6):
+        checks.clear()
+        assert not dedup.check(f"page{i}", _site_page(nav, 40 + i)).is_duplicate
+        assert len(checks) <= FULL
+        if i > FULL:
+            assert not checks
+
+
+def test_excerpt_keys_are_in_the_params_and_an_older_state_is_refused() -> None:
+    dedup = Deduplicator("minhash")
+    dedup.check("source", article(1))
+    params = dedup.meta()["params"]
+    assert params["excerpts"] == {"winnow": f"word{SHINGLE}/{WINDOW}", "full": FULL}
+    data = dedup.to_bytes()
+    # The same state without the excerpts in its params: written before them.
+    (length,) = struct.unpack_from("<I", data, 6)
+    meta = json.loads(data[10 : 10 + length])
+    del meta["params"]["excerpts"]
+    old = json.dumps(meta, sort_keys=True).encode()
+    older = MAGIC + struct.pack("<HI", VERSION, len(old)) + old + data[10 + length :]
+    with pytest.raises(StateError, match="excerpts"):
+        Deduplicator("minhash").load_bytes(older)
+
+
+@pytest.mark.parametrize("backend", ["minhash", "spotsigs", "cosine"])
+def test_saved_state_and_a_journal_keep_the_excerpt_keys(backend: str) -> None:
+    source = article(1)
+    dedup = Deduplicator(backend)
+    dedup.check("source", source)
+    loaded = Deduplicator(backend)
+    loaded.load_bytes(dedup.to_bytes())
+    assert loaded.check("part", tenth(source)).duplicate_of == "source"
+    # A journal's head record: the signature encoded and decoded, then restored.
+    signed = dedup.sign(source)
+    method = dedup.near.method
+    decoded = method.decode(method.encode(signed.near))
+    assert isinstance(decoded, Stored) and len(decoded.excerpts)
+    replayed = Deduplicator(backend)
+    replayed.restore_head("source", Signed(signed.exact, decoded, signed.tokens))
+    assert replayed.check("part", tenth(source)).duplicate_of == "source"
+
+
+def test_a_signature_without_excerpt_keys_decodes() -> None:
+    method = Deduplicator("minhash").near.method
+    signed = method.signature(Document(article(1)))
+    data = method.encode(signed)
+    phrases = signed[1].encode()
+    older = data[: data.index(phrases) + len(phrases)]  # as written before the excerpt keys
+    decoded = method.decode(older)
+    assert len(decoded.excerpts) == 0 and method.excerpt_keys(decoded) == []
+    with pytest.raises(ValueError):
+        method.decode(data[:-3])
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", ["minhash", "spotsigs"])
+def test_redis_index_drops_an_excerpt(tmp_path, backend: str) -> None:
+    server = RedisServer(tmp_path).start()
+    try:
+        client = redis_client.connect(server.url)
+        dedup = Deduplicator(
+            backend,
+            stores=lambda name, codec: redis_index.RedisBucketStore(client, "x", name, codec),
+        )
+        source = article(1)
+        dedup.check("source", source)
+        dedup.check("other", article(2))
+        assert dedup.check("part", tenth(source)).duplicate_of == "source"
+        assert not dedup.check("unrelated", tenth(article(4))).is_duplicate
+        client.close()
+    finally:
+        server.stop()
+
+
+def test_a_page_that_is_only_its_sites_link_list_is_not_dropped() -> None:
+    # An extraction that missed the article keeps the template's related-stories list: every
+    # word of it is in another kept page of that site, but it is no excerpt of that page.
+    links = [f"{s.rstrip('.')}" for s in synthetic_sentences(12, seed=99)]
+    links = [" ".join(line.split()[:12]) for line in links]
+    dedup = Deduplicator("minhash")
+    kept = article(1, 20) + "\n" + "\n".join(links) + "\n" + article(2, 20)
+    assert not dedup.check("kept", kept).is_duplicate
+    only_links = "Calendario Stock Car\n" + "\n".join(links)
+    assert len(only_links.split()) >= 50
+    assert not dedup.check("template", only_links).is_duplicate
