@@ -252,10 +252,9 @@ def default_workers() -> int:
     (``sched_getaffinity``, which a container's cpuset or ``taskset`` narrows) that other
     work leaves free (the 1-minute load average, whole cores), at least 1 and at most
     :data:`MAX_DEFAULT_WORKERS`."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cores = os.cpu_count() or 1
+    from scrapy_neardup.extraction import usable_cores
+
+    cores = usable_cores()
     try:
         busy = int(os.getloadavg()[0])
     except (AttributeError, OSError):

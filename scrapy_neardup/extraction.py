@@ -76,6 +76,7 @@ if not any(
     logging.getLogger("trafilatura.utils").addFilter(_UnparsedPageFilter())
 
 _EMPTY = ""
+#: The workers' niceness when they are as many as the cores (see :func:`worker_niceness`).
 WORKER_NICENESS = 5
 #: Exit status of a worker ended by its memory watchdog (pebble's own exits are 0, 1, errnos
 #: and signals).
@@ -327,13 +328,33 @@ WARM_UP_PAGE = (
 )
 
 
-def _init_worker(signer_factory: Any, memory_limit: int) -> None:
-    """Runs once in each worker, before its first task; ``memory_limit`` in bytes, 0: none."""
+def usable_cores() -> int:
+    """The cores this process may run on (``sched_getaffinity``, which a container's cpuset
+    or ``taskset`` narrows; the CPU count where it is missing)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def worker_niceness(workers: int, cores: int | None = None) -> int:
+    """:data:`WORKER_NICENESS` when ``workers`` could fill every core, else 0.
+
+    Workers as many as the cores would leave the reactor (downloads, the scheduler) no core
+    of its own, and the crawl would stall while pages wait to be parsed: they run below the
+    crawler's priority. Fewer workers leave it a core, and niced they would only lose
+    against the machine's other work (on a shared 2-core machine, a niced worker got a
+    quarter of a core where the same extraction in the crawler got half of one)."""
+    return WORKER_NICENESS if workers >= (cores or usable_cores()) else 0
+
+
+def _init_worker(signer_factory: Any, memory_limit: int, niceness: int = WORKER_NICENESS) -> None:
+    """Runs once in each worker, before its first task; ``memory_limit`` in bytes, 0: none;
+    ``niceness`` added to the crawler's (see :func:`worker_niceness`)."""
     global _worker_signer
     _die_with_parent()
-    # Below the crawler's priority: when the cores are busy, the reactor (downloads, the
-    # scheduler) must still get its turn, or the crawl stalls while pages wait to be parsed.
-    os.nice(WORKER_NICENESS)
+    if niceness:
+        os.nice(niceness)
     watch = threading.Thread(
         target=_watch, args=(memory_limit,), name="neardup-watchdog", daemon=True
     )
@@ -626,7 +647,11 @@ class Extractor:
             self._pool = ProcessPool(
                 self._workers,
                 initializer=_init_worker,
-                initargs=(self._signer_factory, self.page_memory * 1024 * 1024),
+                initargs=(
+                    self._signer_factory,
+                    self.page_memory * 1024 * 1024,
+                    worker_niceness(self._workers),
+                ),
                 context=_WorkerContext(),
             )
             self._started()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -11,12 +12,14 @@ import xxhash
 
 from scrapy_neardup.extraction import (
     TRIM_ABOVE,
+    WORKER_NICENESS,
     Extractor,
     PageLimitError,
     PageLines,
     SignerSpec,
     _rss,
     extract_main_text,
+    worker_niceness,
 )
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -297,3 +300,15 @@ def test_page_lines_are_the_text_a_reader_sees_once() -> None:
     expected = ["First line of text", "", "Second", "bold", "tail", "Nested body"]
     assert lines.chars.tolist() == [len(line) for line in expected]
     assert lines.hashes.tolist() == [xxhash.xxh32_intdigest(line.encode()) for line in expected]
+
+
+def test_workers_are_niced_only_when_they_could_fill_every_core() -> None:
+    assert worker_niceness(2, cores=2) == WORKER_NICENESS
+    assert worker_niceness(4, cores=2) == WORKER_NICENESS
+    assert worker_niceness(1, cores=2) == 0
+    assert worker_niceness(7, cores=8) == 0
+    extractor = Extractor(SignerSpec("minhash", (), 50, 100_000), workers=1)
+    try:
+        assert extractor._submit(os.nice, 0).result(120) == os.nice(0) + worker_niceness(1)
+    finally:
+        extractor.close()
