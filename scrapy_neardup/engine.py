@@ -530,6 +530,10 @@ class Deduplicator:
             if kind == "meta":
                 meta = record[1]
                 _check_decision(meta, expected)
+                saved = meta.get("params")
+                for key in OPTIONAL_PARAMS:  # a state that predates them resumes without them
+                    if isinstance(saved, dict) and key not in saved:
+                        expected["params"].pop(key, None)
                 for field in ("method", "params", "min_tokens"):
                     if meta[field] != expected[field]:
                         raise StateError(
@@ -558,6 +562,10 @@ class Deduplicator:
         self.near_members.update((m.key, m) for m in near)
         self.counts.update(counts)
 
+
+#: Parameters a state written before them lacks; it resumes, and its earlier documents go
+#: without them (no excerpt keys: they are proposed by their backend's buckets only).
+OPTIONAL_PARAMS = ("excerpts",)
 
 #: The decision's parameters (Verified.params()["verify"]) and the settings that give them.
 DECISION_SETTINGS = {

@@ -124,7 +124,7 @@ def test_a_shared_navigation_line_is_no_drop_and_soon_no_candidate() -> None:
             assert not checks
 
 
-def test_excerpt_keys_are_in_the_params_and_an_older_state_is_refused() -> None:
+def test_excerpt_keys_are_in_the_params_and_an_older_state_resumes() -> None:
     dedup = Deduplicator("minhash")
     dedup.check("source", article(1))
     params = dedup.meta()["params"]
@@ -136,8 +136,18 @@ def test_excerpt_keys_are_in_the_params_and_an_older_state_is_refused() -> None:
     del meta["params"]["excerpts"]
     old = json.dumps(meta, sort_keys=True).encode()
     older = MAGIC + struct.pack("<HI", VERSION, len(old)) + old + data[10 + length :]
+    resumed = Deduplicator("minhash")
+    resumed.load_bytes(older)  # its documents are found by their backend, as before
+    assert resumed.check("copy", article(1)).duplicate_of == "source"
+    resumed.check("later", article(2))  # and a document kept now has its excerpt keys
+    assert resumed.check("part", tenth(article(2))).duplicate_of == "later"
+    # Another excerpt setting is still refused.
+    meta["params"]["excerpts"] = {"winnow": "word9/99", "full": FULL}
+    other = json.dumps(meta, sort_keys=True).encode()
     with pytest.raises(StateError, match="excerpts"):
-        Deduplicator("minhash").load_bytes(older)
+        Deduplicator("minhash").load_bytes(
+            MAGIC + struct.pack("<HI", VERSION, len(other)) + other + data[10 + length :]
+        )
 
 
 @pytest.mark.parametrize("backend", ["minhash", "spotsigs", "cosine"])
@@ -201,3 +211,18 @@ def test_a_page_that_is_only_its_sites_link_list_is_not_dropped() -> None:
     only_links = "Calendario Stock Car\n" + "\n".join(links)
     assert len(only_links.split()) >= 50
     assert not dedup.check("template", only_links).is_duplicate
+
+
+def test_a_redis_state_written_before_the_excerpt_keys_resumes(tmp_path) -> None:
+    server = RedisServer(tmp_path).start()
+    try:
+        client = redis_client.connect(server.url)
+        params = Deduplicator("minhash").meta()["params"]
+        before = {k: v for k, v in params.items() if k != "excerpts"}
+        redis_client.check_meta(client, "x", "content", {"method": "minhash", "params": before})
+        now = {"method": "minhash", "params": params}
+        with pytest.raises(StateError, match="params"):
+            redis_client.check_meta(client, "x", "content", now)
+        redis_client.check_meta(client, "x", "content", now, optional=("excerpts",))
+    finally:
+        server.stop()

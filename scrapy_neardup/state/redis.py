@@ -64,7 +64,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
 from scrapy_neardup.algorithms.base import Match
-from scrapy_neardup.engine import Deduplicator, Member, Signed, Verdict
+from scrapy_neardup.engine import OPTIONAL_PARAMS, Deduplicator, Member, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
 from scrapy_neardup.state.base import NearDupState, repeat_key
 from scrapy_neardup.storage.texts import redis_key
@@ -225,6 +225,7 @@ class RedisState(NearDupState):
                 self.key_prefix,
                 "content",
                 {k: self.dedup.meta()[k] for k in ("method", "params", "min_tokens")},
+                optional=OPTIONAL_PARAMS,
             )
             urls = self._urls_mod.url_filter(
                 self.redis_url_client,

@@ -172,11 +172,19 @@ def find_prefixes(client: Any) -> list[str]:
     return sorted(out)
 
 
-def check_meta(client: redis.Redis, prefix: str, field: str, expected: dict[str, Any]) -> None:
+def check_meta(
+    client: redis.Redis,
+    prefix: str,
+    field: str,
+    expected: dict[str, Any],
+    optional: tuple[str, ...] = (),
+) -> None:
     """Record the parameters of a part of the state, or check them against the recorded ones.
 
     Signatures or Bloom bits made with other parameters would silently never match, so a
-    difference is a :class:`StateError`, as with the file state.
+    difference is a :class:`StateError`, as with the file state. A key of ``optional``
+    (inside a recorded dict) that the recorded parameters lack is not a difference: the
+    state predates it, and the crawl continues without it for what it recorded.
     """
     meta = f"{key_base(prefix)}:meta"
     if client.exists(f"{legacy_base(prefix)}:meta"):
@@ -195,6 +203,12 @@ def check_meta(client: redis.Redis, prefix: str, field: str, expected: dict[str,
             f"this release uses {FORMAT}"
         )
     stored = json.loads(found) if found is not None else wanted
+    for name, value in wanted.items():
+        before = stored.get(name)
+        if isinstance(value, dict) and isinstance(before, dict):
+            for key in optional:
+                if key not in before:
+                    value.pop(key, None)
     for name in sorted(set(wanted) | set(stored)):
         if stored.get(name) != wanted.get(name):
             raise StateError(
