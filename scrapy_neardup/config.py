@@ -242,6 +242,26 @@ def _init_params(cls: type) -> set[str]:
     return set(inspect.signature(cls).parameters)
 
 
+#: At most this many extraction workers by default: the crawler process feeds them, and on
+#: pages like sqlite3-doc's it spends about as long per page as a worker does.
+MAX_DEFAULT_WORKERS = 8
+
+
+def default_workers() -> int:
+    """``NEARDUP_WORKERS``'s default: the cores this process may run on
+    (``sched_getaffinity``, which a container's cpuset or ``taskset`` narrows) that other
+    work leaves free (the 1-minute load average, whole cores), at least 1 and at most
+    :data:`MAX_DEFAULT_WORKERS`."""
+    from scrapy_neardup.extraction import usable_cores
+
+    cores = usable_cores()
+    try:
+        busy = int(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        busy = 0
+    return max(1, min(cores - busy, cores, MAX_DEFAULT_WORKERS))
+
+
 @dataclass(frozen=True)
 class NearDupConfig:
     """Everything the components need, validated once."""
@@ -344,7 +364,7 @@ class NearDupConfig:
             check_canonical=bool_setting(s, "NEARDUP_CHECK_CANONICAL", True),
             extract=bool_setting(s, "NEARDUP_EXTRACT", True),
             extract_fast=bool_setting(s, "NEARDUP_EXTRACT_FAST", True),
-            workers=_int(s, "NEARDUP_WORKERS", min(os.cpu_count() or 1, 8), 0, 64),
+            workers=_int(s, "NEARDUP_WORKERS", default_workers(), 0, 64),
             max_body_bytes=_int(s, "NEARDUP_MAX_BODY_BYTES", 10 * 1024 * 1024, 1024),
             max_text_chars=_int(s, "NEARDUP_MAX_TEXT_CHARS", 500_000, 100),
             page_timeout=_float(s, "NEARDUP_PAGE_TIMEOUT", 20.0, 0.0, 86400.0, True),

@@ -38,6 +38,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import types
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -75,17 +76,24 @@ if not any(
     logging.getLogger("trafilatura.utils").addFilter(_UnparsedPageFilter())
 
 _EMPTY = ""
+#: The workers' niceness when they are as many as the cores (see :func:`worker_niceness`).
 WORKER_NICENESS = 5
 #: Exit status of a worker ended by its memory watchdog (pebble's own exits are 0, 1, errnos
 #: and signals).
 MEMORY_EXIT = 86
 #: How often the watchdog reads the worker's resident size during a task.
 WATCH_INTERVAL = 0.05
+#: A worker left this much above its resident size after warm-up by a task (a big page's
+#: trees, freed but kept by malloc) gives the memory back to the system (``malloc_trim``,
+#: a few ms): on sqlite3-doc's 766 pages, 47 trims (0.13 s in all) keep a worker near its
+#: resting 60 MB where it otherwise stays at the 170 MB its biggest page took.
+TRIM_ABOVE = 16 * 1024 * 1024
 #: Page limit hits logged at WARNING before the rest go to DEBUG (unless NEARDUP_DEBUG).
 FIRST_LOGGED = 5
 _PR_SET_PDEATHSIG = 1
 
-_BODY_TEXT = etree.XPath("//body//text()[normalize-space()]", smart_strings=False)
+#: The whitespace of XPath's ``normalize-space()``: a line of only ``&nbsp;`` is kept.
+_XPATH_SPACE = " \t\r\n"
 #: Children that keep a ``<section>`` a paragraph (see _paragraph_sections).
 _INLINE_TAGS = frozenset(
     "a abbr b br code em font i img label mark q s small span strong sub sup time u wbr".split()
@@ -117,13 +125,23 @@ class PageLines:
 
     @classmethod
     def of(cls, tree: Any) -> PageLines:
-        """The lines of a parsed page; strips the tree's scripts and styles (call it last)."""
+        """The lines of a parsed page; strips the tree's scripts and styles (call it last).
+
+        A line is the text of an element or a tail, as lxml gives it (``itertext``), within
+        the outermost ``<body>`` elements; lines that are only ASCII whitespace are left
+        out. Linear in the page: the XPath ``//body//text()`` it replaces took seconds on
+        a page of many thousand nodes (libxml2 sorts and merges its node sets)."""
         etree.strip_elements(tree, "script", "style", "template", with_tail=False)
         hashes, chars = [], []
-        for text in _BODY_TEXT(tree):
-            line = " ".join(text.split())
-            hashes.append(xxhash.xxh32_intdigest(line.encode()))
-            chars.append(len(line))
+        for body in tree.iter("body"):
+            if any(parent.tag == "body" for parent in body.iterancestors()):
+                continue  # its text is already in the outer body's
+            for text in body.itertext():
+                if not text.strip(_XPATH_SPACE):
+                    continue
+                line = " ".join(text.split())
+                hashes.append(xxhash.xxh32_intdigest(line.encode()))
+                chars.append(len(line))
         return cls(np.array(hashes, dtype=np.uint32), np.array(chars, dtype=np.uint32))
 
     def chars_not_in(self, kept: np.ndarray) -> int:
@@ -310,13 +328,33 @@ WARM_UP_PAGE = (
 )
 
 
-def _init_worker(signer_factory: Any, memory_limit: int) -> None:
-    """Runs once in each worker, before its first task; ``memory_limit`` in bytes, 0: none."""
+def usable_cores() -> int:
+    """The cores this process may run on (``sched_getaffinity``, which a container's cpuset
+    or ``taskset`` narrows; the CPU count where it is missing)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def worker_niceness(workers: int, cores: int | None = None) -> int:
+    """:data:`WORKER_NICENESS` when ``workers`` could fill every core, else 0.
+
+    Workers as many as the cores would leave the reactor (downloads, the scheduler) no core
+    of its own, and the crawl would stall while pages wait to be parsed: they run below the
+    crawler's priority. Fewer workers leave it a core, and niced they would only lose
+    against the machine's other work (on a shared 2-core machine, a niced worker got a
+    quarter of a core where the same extraction in the crawler got half of one)."""
+    return WORKER_NICENESS if workers >= (cores or usable_cores()) else 0
+
+
+def _init_worker(signer_factory: Any, memory_limit: int, niceness: int = WORKER_NICENESS) -> None:
+    """Runs once in each worker, before its first task; ``memory_limit`` in bytes, 0: none;
+    ``niceness`` added to the crawler's (see :func:`worker_niceness`)."""
     global _worker_signer
     _die_with_parent()
-    # Below the crawler's priority: when the cores are busy, the reactor (downloads, the
-    # scheduler) must still get its turn, or the crawl stalls while pages wait to be parsed.
-    os.nice(WORKER_NICENESS)
+    if niceness:
+        os.nice(niceness)
     watch = threading.Thread(
         target=_watch, args=(memory_limit,), name="neardup-watchdog", daemon=True
     )
@@ -326,6 +364,25 @@ def _init_worker(signer_factory: Any, memory_limit: int) -> None:
         _extract_and_sign(WARM_UP_PAGE, None, "utf-8")
     except Exception as exc:  # the real pages will say what is wrong, with their URL
         logger.debug("scrapy-neardup: worker warm-up failed: %r", exc)
+    global _resting_rss, _malloc_trim
+    _resting_rss = _rss()
+    with suppress(OSError, AttributeError):  # glibc only
+        _malloc_trim = ctypes.CDLL(None).malloc_trim
+
+
+#: The worker's resident size after warm-up, and glibc's ``malloc_trim`` (None elsewhere).
+_resting_rss: int | None = None
+_malloc_trim: Any = None
+
+
+def _give_back_memory() -> None:
+    """After a task: return freed heap to the system when the task left the worker more
+    than :data:`TRIM_ABOVE` over its resting size (see :data:`TRIM_ABOVE`)."""
+    if _malloc_trim is None or _resting_rss is None:
+        return
+    now = _rss()
+    if now is not None and now - _resting_rss > TRIM_ABOVE:
+        _malloc_trim(0)
 
 
 def _die_with_parent() -> None:
@@ -376,13 +433,16 @@ def _watch(memory_limit: int) -> None:
                 os._exit(MEMORY_EXIT)
 
 
-def _limited(fn: Callable[..., Any], *args: Any) -> Any:
-    """Runs a task in a worker under the watchdog's eye."""
+def _limited(fn: Callable[..., Any], *args: Any) -> tuple[Any, float, float]:
+    """Runs a task in a worker under the watchdog's eye: its result, and the seconds it
+    took (wall) and used (this process's CPU)."""
     global _task_rss
     with _task_lock:
         _task_rss = _rss()
+    began, cpu = time.perf_counter(), time.process_time()
     try:
-        return fn(*args)
+        value = fn(*args)
+        return value, time.perf_counter() - began, time.process_time() - cpu
     except MemoryError:
         os._exit(MEMORY_EXIT)  # the machine's memory, not the limit: still this page's fault
     except FutureTimeout as exc:  # a TimeoutError in the parent means the page's time limit
@@ -390,6 +450,7 @@ def _limited(fn: Callable[..., Any], *args: Any) -> Any:
     finally:
         with _task_lock:
             _task_rss = None
+        _give_back_memory()
 
 
 def _extract_and_sign(
@@ -569,6 +630,13 @@ class Extractor:
         self._cache: OrderedDict[bytes, tuple[Extracted, Any] | PageLimitError] = OrderedDict()
         self._cache_size = cache_size
         self._limits_logged = 0
+        self._started_once = False
+        #: Where the time went (see :meth:`timing`): the workers' seconds on tasks, wall
+        #: and CPU, and the items' seconds waiting for their page's text (the middleware's).
+        self.busy_s = self.task_cpu_s = self.waited_s = 0.0
+        self._first_task: float | None = None
+        self._last_done: float | None = None
+        self._worker_seconds = 0.0  # workers x seconds of the pools closed so far
 
     def _get_pool(self) -> ProcessPool:
         """The worker processes, started on the first page that needs them: a crawl that
@@ -579,13 +647,23 @@ class Extractor:
             self._pool = ProcessPool(
                 self._workers,
                 initializer=_init_worker,
-                initargs=(self._signer_factory, self.page_memory * 1024 * 1024),
+                initargs=(
+                    self._signer_factory,
+                    self.page_memory * 1024 * 1024,
+                    worker_niceness(self._workers),
+                ),
                 context=_WorkerContext(),
             )
             self._started()
         return self._pool
 
+    @property
+    def started(self) -> bool:
+        """Whether the workers (or the inline signer) were ever needed."""
+        return self._started_once
+
     def _started(self) -> None:
+        self._started_once = True
         if self.on_start is not None:
             on_start, self.on_start = self.on_start, None
             on_start()
@@ -621,7 +699,10 @@ class Extractor:
         extractor's mode for this page (``False``: trafilatura's full cascade)."""
         fast = self._fast if fast is None else fast
         if self._workers == 0:
-            return _done(_extract_inline(self._inline(), body, url, encoding, fast))
+            signer, cpu = self._inline(), time.process_time()
+            result = _extract_inline(signer, body, url, encoding, fast)
+            self.task_cpu_s += time.process_time() - cpu
+            return _done(result)
         return self._submit(_extract_and_sign, body, url, encoding, fast)
 
     def submit_prepared(self) -> Future:
@@ -636,8 +717,25 @@ class Extractor:
             return _done(self._inline()(text))
         return self._submit(_sign, text)
 
+    def timing(self) -> dict[str, float]:
+        """``workers``; the workers' ``busy_s`` and ``idle_s`` (worker-seconds from the first
+        task to the last result, not running a task: waiting for work or for the crawler to
+        take a result); ``task_cpu_s``; ``wait_s``, the items' time waiting for their text."""
+        idle = self._worker_seconds
+        if self._pool is not None and self._first_task is not None:
+            idle += self._workers * ((self._last_done or self._first_task) - self._first_task)
+        return {
+            "workers": self._workers,
+            "busy_s": round(self.busy_s, 3),
+            "idle_s": round(max(idle - self.busy_s, 0.0), 3),
+            "task_cpu_s": round(self.task_cpu_s, 3),
+            "wait_s": round(self.waited_s, 3),
+        }
+
     def _submit(self, fn: Any, *args: Any) -> Future:
         timeout = self.page_timeout or None
+        if self._first_task is None:
+            self._first_task = time.perf_counter()
         try:
             task = self._get_pool().schedule(_limited, (fn, *args), timeout=timeout)
         except RuntimeError:
@@ -654,6 +752,7 @@ class Extractor:
         """``task``'s outcome to ``future``, a limit hit as :class:`PageLimitError` (in
         pebble's thread)."""
         self._pending.discard(future)
+        self._last_done = time.perf_counter()
         exc = task.exception() if not task.cancelled() else RuntimeError("cancelled")
         if isinstance(exc, FutureTimeout):  # _limited turns the tasks' own into RuntimeError
             exc = PageLimitError("timeout", f"over NEARDUP_PAGE_TIMEOUT ({self.page_timeout:g} s)")
@@ -663,7 +762,10 @@ class Extractor:
             exc = RuntimeError(f"extraction worker died (exit status {exc.exitcode})")
         with suppress(InvalidStateError):  # already failed by close()
             if exc is None:
-                future.set_result(task.result())
+                value, seconds, cpu = task.result()
+                self.busy_s += seconds  # only pebble's one result thread adds here
+                self.task_cpu_s += cpu
+                future.set_result(value)
             else:
                 future.set_exception(exc)
 
@@ -687,6 +789,10 @@ class Extractor:
         pebble ends its workers only when joined, so this always waits (about 0.1 s)."""
         pool, self._pool = self._pool, None
         if pool is not None:
+            if self._first_task is not None:
+                spent = (self._last_done or self._first_task) - self._first_task
+                self._worker_seconds += self._workers * spent
+                self._first_task = self._last_done = None
             pool.stop()
             pool.join()
         for future in list(self._pending):
@@ -735,7 +841,3 @@ def _done(value: Any) -> Future:
     future: Future = Future()
     future.set_result(value)
     return future
-
-
-def default_workers() -> int:
-    return min(os.cpu_count() or 1, 8)

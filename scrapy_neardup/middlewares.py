@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -319,6 +320,7 @@ class PageTextMiddleware:
         else:
             if fast != extractor.fast:
                 self.state.inc("neardup/extract/in_full")
+            began = time.perf_counter()
             try:
                 found = await await_future(
                     extractor.submit_extract(body, response.url, response.encoding, fast)
@@ -329,6 +331,8 @@ class PageTextMiddleware:
                 self.state.inc("neardup/extract/errors")
                 logger.warning("scrapy-neardup: extraction failed for %s: %r", response.url, exc)
                 return None
+            finally:
+                extractor.waited_s += time.perf_counter() - began
             extractor.remember(digest, found)
         if isinstance(found, PageLimitError):
             self.state.inc(f"neardup/skipped/{found.limit}")

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
 
-from scrapy_neardup.config import NearDupConfig, bool_setting, enabled, state_dir_from
+from scrapy_neardup.config import (
+    NearDupConfig,
+    bool_setting,
+    default_workers,
+    enabled,
+    state_dir_from,
+)
 from scrapy_neardup.exceptions import ConfigError
 
 
@@ -341,3 +348,16 @@ def test_enabled_defaults_to_true_and_refuses_what_scrapy_would_bend() -> None:
     for bad in ("yes", "off", 2, [], "2"):
         with pytest.raises(ConfigError, match="NEARDUP_ENABLED"):
             enabled({"NEARDUP_ENABLED": bad})
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "expected"),
+    [(2, 0.3, 2), (2, 1.2, 1), (2, 5.0, 1), (16, 0.0, 8), (4, 2.9, 2)],
+)
+def test_default_workers_are_the_free_cores(monkeypatch, cores, load, expected) -> None:
+    """NEARDUP_WORKERS's default: the cores this process may use, less those the load
+    average says are busy; at least 1, at most 8."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert default_workers() == expected
+    assert NearDupConfig.from_settings({}).workers == expected

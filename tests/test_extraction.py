@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import gzip
 import logging
+import os
 from pathlib import Path
 
 import pytest
+import xxhash
 
-from scrapy_neardup.extraction import Extractor, PageLimitError, SignerSpec, extract_main_text
+from scrapy_neardup.extraction import (
+    TRIM_ABOVE,
+    WORKER_NICENESS,
+    Extractor,
+    PageLimitError,
+    PageLines,
+    SignerSpec,
+    _rss,
+    extract_main_text,
+    worker_niceness,
+)
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -238,3 +250,65 @@ def test_the_crawler_process_adopts_the_minhash_banding_from_its_workers() -> No
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["False", "32", "False"]
+
+
+def test_a_worker_gives_back_the_memory_of_a_big_page() -> None:
+    """A page that grows a worker by tens of MB leaves it near its resting size, not at
+    its peak: the freed heap goes back to the system (extraction.TRIM_ABOVE)."""
+    extractor = Extractor(SignerSpec("minhash", (), 50, 100_000), workers=1)
+    try:
+        resting = extractor._submit(_rss).result(120)
+        paragraphs = "".join(
+            f"<div><p>Paragraph {i} says something different about item {i}.</p></div>"
+            for i in range(20_000)
+        )
+        page = f"<html><body>{paragraphs}</body></html>".encode()  # about 55 MB in a worker
+        extracted, _ = extractor.submit_extract(page, None, "utf-8").result(120)
+        assert extracted.text
+        after = extractor._submit(_rss).result(60)
+        assert resting is not None and after is not None
+        assert after - resting <= TRIM_ABOVE + 8 * 1024 * 1024
+    finally:
+        extractor.close()
+
+
+def test_the_extractor_accounts_for_its_workers_time() -> None:
+    extractor = Extractor(SignerSpec("minhash", (), 50, 100_000), workers=1)
+    try:
+        assert not extractor.started
+        extractor.submit_extract(ARTICLE.encode(), None, "utf-8").result(120)
+        assert extractor.started
+    finally:
+        extractor.close()
+    timing = extractor.timing()
+    assert timing["workers"] == 1
+    assert timing["busy_s"] > 0 and timing["task_cpu_s"] > 0 and timing["idle_s"] >= 0
+    assert timing["wait_s"] == 0  # only the middleware adds the items' waits
+
+
+def test_page_lines_are_the_text_a_reader_sees_once() -> None:
+    from lxml import html
+
+    page = (
+        "<html><head><title>T</title><style>p {}</style></head><body>"
+        "<p>First  line\n of text</p><script>var x;</script><!-- a comment -->"
+        "<p>\xa0</p><p>   </p><div>Second<b>bold</b> tail</div>"
+        "<body><p>Nested body</p></body></body></html>"
+    )
+    tree = html.document_fromstring(page)
+    lines = PageLines.of(tree)
+    expected = ["First line of text", "", "Second", "bold", "tail", "Nested body"]
+    assert lines.chars.tolist() == [len(line) for line in expected]
+    assert lines.hashes.tolist() == [xxhash.xxh32_intdigest(line.encode()) for line in expected]
+
+
+def test_workers_are_niced_only_when_they_could_fill_every_core() -> None:
+    assert worker_niceness(2, cores=2) == WORKER_NICENESS
+    assert worker_niceness(4, cores=2) == WORKER_NICENESS
+    assert worker_niceness(1, cores=2) == 0
+    assert worker_niceness(7, cores=8) == 0
+    extractor = Extractor(SignerSpec("minhash", (), 50, 100_000), workers=1)
+    try:
+        assert extractor._submit(os.nice, 0).result(120) == os.nice(0) + worker_niceness(1)
+    finally:
+        extractor.close()

@@ -99,3 +99,32 @@ def test_a_store_keyed_by_the_whole_fingerprint_is_carried_over(tmp_path) -> Non
     tables = {row[0] for row in db.execute("select name from sqlite_master where type = 'table'")}
     db.close()
     assert tables == {"url_keys", "counters"}
+
+
+def test_keys_met_again_are_answered_without_a_query(tmp_path) -> None:
+    """A site's navigation links repeat on every page: a key known to be stored is
+    answered from memory, and only an unknown one reaches SQLite."""
+    store = FingerprintStore(tmp_path / "urls.sqlite")
+    for i in range(3):
+        store.add(fp(i))
+    store.commit()
+    queries: list[str] = []
+    store._db.set_trace_callback(queries.append)
+    assert all(fp(i) in store for i in range(3))
+    assert fp(99) not in store and fp(99) not in store
+    assert len(queries) == 2  # the unknown key, twice
+    store.clear()
+    assert not any(fp(i) in store for i in range(3))
+    store.close()
+
+
+def test_the_keys_kept_in_memory_are_bounded(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr("scrapy_neardup.storage.fingerprints.RECENT", 4)
+    store = FingerprintStore(tmp_path / "urls.sqlite")
+    for i in range(10):
+        store.add(fp(i))
+    store.commit()
+    assert len(store._recent) <= 4
+    assert all(fp(i) in store for i in range(10))  # from SQLite, then from memory
+    assert len(store._recent) <= 4
+    store.close()

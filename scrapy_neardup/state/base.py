@@ -197,6 +197,9 @@ class NearDupState:
             return
         self._closed = True
         self.extractor.close(wait=False)
+        if self.stats is not None and self.extractor.started:
+            for name, value in self.extractor.timing().items():
+                self.stats.set_value(f"neardup/extract/{name}", value)
         self._close()
 
     def stop_crawl(self, reason: str) -> None:

@@ -1,0 +1,506 @@
+"""The add-on against what a Scrapy user writes without it, crawling a real site on loopback.
+
+    python bench/bench_handwritten.py [--quick] [--rounds N] [--site DIR]
+
+The site is Debian's ``sqlite3-doc`` (``/usr/share/doc/sqlite3``, else the copy
+``evaluation/evaluate_sites.py`` extracts into ``~/.cache/scrapy-neardup/sites/sqlite``; the
+benchmark is skipped, saying so, where neither exists), every file served on 127.0.0.1. Each
+configuration is a ``CrawlSpider`` following every link of the site (``LinkExtractor``,
+``CONCURRENT_REQUESTS = 16``), crawled in a process of its own:
+
+* ``plain``: no extraction; the callback yields ``{"url"}`` (the crawl's own ceiling);
+* ``hand-written``: ``trafilatura.extract(response.text)`` (its defaults) in the callback,
+  yielding ``{"url", "text"}``, and an item pipeline keeping datasketch's
+  ``MinHashLSH(threshold=0.8, num_perm=128)`` over word 3-shingles of the text, raising
+  ``DropItem`` when ``query`` finds a candidate, else inserting;
+* ``add-on``: ``ADDONS = {"scrapy_neardup.Addon": 500}`` on its defaults, the callback
+  yielding ``{"url"}`` (all an item needs: the add-on extracts the page's text itself);
+* ``add-on, 0 workers``: the same with ``NEARDUP_WORKERS = 0`` (extraction in the crawler).
+
+Rounds alternate the configurations (3 rounds, ``--quick`` 1) and medians are printed. For
+each: pages/s (responses over the crawl process's life, start-up included), the process
+tree's CPU seconds (the crawl and every process it started, from ``wait4``), the tree's
+peak PSS (``/proc/PID/smaps_rollup`` summed over the tree, sampled every 0.1 s: pages that
+forked workers share count once), and the wall time against the CPU limit (tree CPU /
+cores: 1.0 means every core was busy all along). A shared machine moves wall times, so
+each crawl also has the CPU other processes used meanwhile (``/proc/stat``), the share of
+what they left free that the crawl used, and its CPU ceiling: the pages/s its CPU allows on
+cores of its own (tree CPU / cores, or the crawler process's own CPU if longer; a bound, not
+a measurement). Then the add-on / hand-written ratios,
+whether the add-on with workers dropped the same pages as without, and, from the add-on's
+own stats, where its time went: the crawler process's CPU per page, the workers' busy and
+idle time, and how long items waited for their text.
+
+Targets (on 2 cores): add-on >= 1.8x the hand-written pipeline's pages/s; its wall within
+1.2x of its CPU limit; its tree's PSS <= 1.5x the hand-written pipeline's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import mimetypes
+import os
+import posixpath
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import print_table  # noqa: E402
+
+SITE_DIRS = (
+    Path("/usr/share/doc/sqlite3"),
+    Path.home() / ".cache/scrapy-neardup/sites/sqlite/usr/share/doc/sqlite3",
+)
+CONFIGS = ("plain", "hand-written", "add-on", "add-on, 0 workers")
+SAMPLE_EVERY = 0.1
+DROP_REASON = re.compile(r"near-duplicate of (\S+) \(")
+
+CRAWLER = r'''
+import json, resource, sys, time
+T0 = time.perf_counter()
+import scrapy
+from scrapy import signals
+from scrapy.crawler import CrawlerProcess
+from scrapy.exceptions import DropItem
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, Rule
+
+args = json.loads(sys.argv[1])
+MODE = args["mode"]
+
+
+class SiteSpider(CrawlSpider):
+    name = "site"
+    allowed_domains = ["127.0.0.1"]
+    start_urls = [args["start"]]
+    rules = (Rule(LinkExtractor(), callback="parse_item", follow=True),)
+
+    def parse_item(self, response):
+        if MODE == "hand-written":
+            import trafilatura
+            yield {"url": response.url, "text": trafilatura.extract(response.text)}
+        else:
+            yield {"url": response.url}
+
+
+class MinHashPipeline:
+    """What a user writes: datasketch's LSH over word 3-shingles; a candidate drops."""
+
+    def open_spider(self, spider=None):
+        from datasketch import MinHashLSH
+        self.lsh = MinHashLSH(threshold=0.8, num_perm=128)
+
+    def process_item(self, item, spider=None):
+        from datasketch import MinHash
+        words = (item.get("text") or "").split()
+        shingles = {" ".join(words[i:i + 3]) for i in range(max(1, len(words) - 2))}
+        m = MinHash(num_perm=128)
+        m.update_batch(s.encode("utf-8") for s in shingles)
+        if self.lsh.query(m):
+            raise DropItem(f"near-duplicate: {item['url']}")
+        self.lsh.insert(item["url"], m)
+        return item
+
+
+settings = {
+    "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False, "ROBOTSTXT_OBEY": False,
+    "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+}
+if MODE == "hand-written":
+    settings["ITEM_PIPELINES"] = {"__main__.MinHashPipeline": 300}
+elif MODE.startswith("add-on"):
+    settings["ADDONS"] = {"scrapy_neardup.Addon": 500}
+    if MODE == "add-on, 0 workers":
+        settings["NEARDUP_WORKERS"] = 0
+process = CrawlerProcess(settings=settings)
+crawler = process.create_crawler(SiteSpider)
+dropped = []
+t = {}
+def on_dropped(item, exception, **kwargs):
+    dropped.append([item["url"], str(exception)])
+def on_opened(**kwargs):
+    t["opened"] = time.perf_counter()
+def on_closed(**kwargs):
+    t["closed"] = time.perf_counter()
+    import os
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        cpu = (int(fields[11]) + int(fields[12])) / tick
+        key = "main_thread_cpu_s" if int(tid) == os.getpid() else "other_threads_cpu_s"
+        t[key] = t.get(key, 0.0) + cpu
+crawler.signals.connect(on_dropped, signal=signals.item_dropped)
+crawler.signals.connect(on_opened, signal=signals.spider_opened)
+crawler.signals.connect(on_closed, signal=signals.spider_closed)
+process.crawl(crawler)
+process.start()
+stats = crawler.stats.get_stats()
+usage = resource.getrusage(resource.RUSAGE_SELF)
+with open(args["out"], "w") as out:
+    json.dump({
+        "own_cpu_s": usage.ru_utime + usage.ru_stime,
+        "crawl_s": t["closed"] - t["opened"],
+        "startup_s": t["opened"] - T0,
+        "main_thread_cpu_s": t.get("main_thread_cpu_s", 0.0),
+        "other_threads_cpu_s": t.get("other_threads_cpu_s", 0.0),
+        "pages": stats.get("response_received_count", 0),
+        "items": stats.get("item_scraped_count", 0) + stats.get("item_dropped_count", 0),
+        "dropped": sorted(url for url, _ in dropped),
+        "drops": dropped,
+        "neardup": {k: v for k, v in stats.items() if k.startswith("neardup/")},
+    }, out)
+'''
+
+
+def find_site(given: str | None) -> Path | None:
+    """The directory of the site's files, or None."""
+    for path in [Path(given)] if given else SITE_DIRS:
+        if (path / "index.html").is_file():
+            return path
+    return None
+
+
+def serve_tree(root: Path) -> ThreadingHTTPServer:
+    """Every file under ``root`` on a free loopback port (``/`` is ``index.html``)."""
+    real_root = root.resolve()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            rel = posixpath.normpath(unquote(urlsplit(self.path).path)).lstrip("/")
+            file = root / (rel or "index.html")
+            if file.is_dir():
+                file = file / "index.html"
+            ok = file.is_file() and file.resolve().is_relative_to(real_root)
+            body = file.read_bytes() if ok else b"not found"
+            kind = (mimetypes.guess_type(file.name)[0] if ok else None) or "text/html"
+            if kind == "text/html":
+                kind += "; charset=utf-8"
+            self.send_response(200 if ok else 404)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every live process under it (from ``/proc/*/stat``)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(b")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(children.get(current, ()))
+    return found
+
+
+def pss_bytes(pid: int) -> int:
+    """Proportional set size of ``pid`` (``/proc/PID/smaps_rollup``); 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def loadavg() -> float:
+    return os.getloadavg()[0]
+
+
+def machine_busy_s() -> float:
+    """CPU seconds every process on the machine has used since boot (``/proc/stat``)."""
+    with open("/proc/stat", encoding="ascii") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def crawl(mode: str, start: str) -> dict[str, Any]:
+    """One crawl in its own process: what it reports, with its tree's CPU and peak PSS."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp, "out.json")
+        script = Path(tmp, "crawl.py")
+        script.write_text(CRAWLER)
+        env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        arg = json.dumps({"mode": mode, "start": start, "out": str(out)})
+        load = loadavg()
+        busy_before = machine_busy_s()
+        began = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, str(script), arg], cwd=tmp, env=env, stderr=subprocess.PIPE
+        )
+        peak = [0]
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(SAMPLE_EVERY):
+                peak[0] = max(peak[0], sum(pss_bytes(p) for p in descendants(proc.pid)))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        stderr = proc.stderr.read() if proc.stderr else b""
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - began
+        others = machine_busy_s() - busy_before
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        stop.set()
+        sampler.join()
+        if proc.returncode or not out.exists():
+            raise RuntimeError(f"{mode} crawl failed:\n{stderr.decode()[-3000:]}")
+        result = json.loads(out.read_text())
+    result.update(
+        wall_s=wall,
+        tree_cpu_s=usage.ru_utime + usage.ru_stime,
+        peak_pss=peak[0],
+        load_before=load,
+    )
+    # What other processes (other jobs, this benchmark's server) used meanwhile: the cores
+    # left to the crawl were cores x wall minus that.
+    result["others_cpu_s"] = max(others - result["tree_cpu_s"], 0.0)
+    result["pages_per_s"] = result["pages"] / wall
+    return result
+
+
+def median(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def run(
+    quick: bool = False, rounds: int | None = None, site: str | None = None, save: str = ""
+) -> int:
+    root = find_site(site)
+    if root is None:
+        print(
+            "bench_handwritten: the sqlite3-doc site is not here (/usr/share/doc/sqlite3); "
+            "skipped. Install it with `apt-get install sqlite3-doc`, or run "
+            "evaluation/evaluate_sites.py --sites sqlite once to extract it into ~/.cache."
+        )
+        return 0
+    rounds = rounds or (1 if quick else 3)
+    cores = len(os.sched_getaffinity(0))
+    server = serve_tree(root)
+    start = f"http://127.0.0.1:{server.server_address[1]}/"
+    results: dict[str, list[dict]] = {mode: [] for mode in CONFIGS}
+    try:
+        for number in range(rounds):
+            for mode in CONFIGS:
+                r = crawl(mode, start)
+                results[mode].append(r)
+                print(
+                    f"round {number + 1} {mode:<18} {r['pages_per_s']:6.1f} pages/s "
+                    f"{r['wall_s']:5.1f} s wall {r['tree_cpu_s']:5.1f} s CPU "
+                    f"{r['peak_pss'] / 2**20:5.0f} MiB PSS (load before {r['load_before']:.2f})",
+                    flush=True,
+                )
+    finally:
+        server.shutdown()
+        server.server_close()
+    if save:
+        Path(save).write_text(json.dumps({"cores": cores, "rounds": rounds, "results": results}))
+    report(results, cores, rounds, root)
+    return 0
+
+
+def groups(drops: list[list[str]]) -> set[frozenset[str]]:
+    """The groups of copies a crawl's drops make (each dropped URL with the URL it was
+    dropped for, joined transitively): equal for two crawls that found the same copies,
+    whichever copy of each they kept first."""
+    parent: dict[str, str] = {}
+
+    def root(url: str) -> str:
+        while parent.setdefault(url, url) != url:
+            url = parent[url]
+        return url
+
+    for url, message in drops:
+        found = DROP_REASON.search(message)
+        if found:
+            parent[root(url)] = root(found.group(1))
+    members: dict[str, set[str]] = {}
+    for url in parent:
+        members.setdefault(root(url), set()).add(url)
+    return {frozenset(group) for group in members.values()}
+
+
+def ceiling(run: dict, cores: int) -> float:
+    """Pages/s the crawl's CPU allows on cores nothing else uses: its tree's CPU spread over
+    the cores, or its crawler process's own CPU (which one core runs), whichever is longer.
+    A bound from CPU time, not a measurement of wall time."""
+    return run["pages"] / max(run["tree_cpu_s"] / cores, run["own_cpu_s"])
+
+
+def busy_share(run: dict, cores: int) -> float:
+    """The share of the CPU left free by other processes that the crawl's tree used."""
+    free = cores * run["wall_s"] - run["others_cpu_s"]
+    return run["tree_cpu_s"] / free if free > 0 else 1.0
+
+
+def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) -> None:
+    rows = []
+    for mode, runs in results.items():
+        wall, cpu = median(runs, "wall_s"), median(runs, "tree_cpu_s")
+        limit = statistics.median(r["tree_cpu_s"] / cores for r in runs)
+        rows.append(
+            [
+                mode,
+                f"{median(runs, 'pages'):.0f}",
+                f"{median(runs, 'pages_per_s'):.1f}",
+                f"{wall:.1f}",
+                f"{cpu:.1f}",
+                f"{limit:.1f}",
+                f"{statistics.median(r['wall_s'] / (r['tree_cpu_s'] / cores) for r in runs):.2f}",
+                f"{median(runs, 'others_cpu_s'):.1f}",
+                f"{statistics.median(ceiling(r, cores) for r in runs):.1f}",
+                f"{statistics.median(busy_share(r, cores) for r in runs):.2f}",
+                f"{median(runs, 'peak_pss') / 2**20:.0f}",
+                f"{statistics.median(len(r['dropped']) for r in runs):.0f}",
+            ]
+        )
+    loads = [r["load_before"] for runs in results.values() for r in runs]
+    print()
+    print_table(
+        [
+            "configuration",
+            "pages",
+            "pages/s",
+            "wall s",
+            "tree CPU s",
+            "CPU limit s",
+            "wall/limit",
+            "others' CPU s",
+            "CPU ceiling pages/s",
+            "used/free",
+            "peak PSS MiB",
+            "dropped",
+        ],
+        rows,
+        f"{root} crawled on loopback, {cores} cores, median of {rounds} round(s) "
+        f"(1-min load before each crawl: {min(loads):.2f}-{max(loads):.2f})",
+    )
+    hand, addon, zero = results["hand-written"], results["add-on"], results["add-on, 0 workers"]
+    speed = median(addon, "pages_per_s") / median(hand, "pages_per_s")
+    memory = median(addon, "peak_pss") / median(hand, "peak_pss")
+    wall_limit = statistics.median(r["wall_s"] / (r["tree_cpu_s"] / cores) for r in addon)
+    speed0 = median(zero, "pages_per_s") / median(hand, "pages_per_s")
+    bound = statistics.median(ceiling(r, cores) for r in addon) / statistics.median(
+        ceiling(r, cores) for r in hand
+    )
+    memory0 = median(zero, "peak_pss") / median(hand, "peak_pss")
+    print(
+        f"add-on / hand-written: {speed:.2f}x pages/s (target >= 1.8), {memory:.2f}x PSS "
+        f"(target <= 1.5); wall / CPU limit {wall_limit:.2f} (target <= 1.2)"
+    )
+    print(f"add-on, 0 workers / hand-written: {speed0:.2f}x pages/s, {memory0:.2f}x PSS")
+    print(f"add-on / hand-written by their CPU ceilings (cores to themselves): {bound:.2f}x")
+    # Which copy of a group is kept first, and so what a "contained" decision drops, follows
+    # the crawl order, which 16 requests at a time make vary: the rounds of one
+    # configuration show how much.
+    for name, runs in (("add-on", addon), ("add-on, 0 workers", zero)):
+        if len(runs) > 1:
+            differ = [
+                len(set(a["dropped"]) ^ set(b["dropped"])) for a, b in itertools.pairwise(runs)
+            ]
+            print(f"{name}: dropped URLs that differ from one round to the next: {differ}")
+    for number, (a, z) in enumerate(zip(addon, zero, strict=True), 1):
+        if set(a["dropped"]) == set(z["dropped"]):
+            print(
+                f"round {number}: the add-on drops the same {len(a['dropped'])} URLs with "
+                "and without workers"
+            )
+            continue
+        only_a = sorted(set(a["dropped"]) - set(z["dropped"]))
+        only_z = sorted(set(z["dropped"]) - set(a["dropped"]))
+        same_groups = groups(a["drops"]) == groups(z["drops"])
+        print(
+            f"round {number}: dropped URLs differ ({len(a['dropped'])} with workers, "
+            f"{len(z['dropped'])} without; {len(only_a)} only with workers, {len(only_z)} only "
+            f"without): "
+            + (
+                "the same groups of copies, a different copy of some kept (crawl order)"
+                if same_groups
+                else f"the groups of copies differ too, e.g. {(only_a + only_z)[:3]}"
+            )
+        )
+    print()
+    for mode in ("add-on", "add-on, 0 workers"):
+        runs = results[mode]
+        stats = [r["neardup"] for r in runs]
+
+        def stat(name: str, runs: list[dict] = runs, stats: list[dict] = stats) -> float:
+            return statistics.median(s.get(name, 0) for s in stats)
+
+        own = statistics.median(r["own_cpu_s"] / r["pages"] * 1000 for r in runs)
+        items = statistics.median(r["items"] for r in runs)
+        print(
+            f"{mode}: crawler process's own CPU {own:.1f} ms a page "
+            f"({median(runs, 'own_cpu_s'):.1f} s of {median(runs, 'tree_cpu_s'):.1f} s); "
+            f"start-up {median(runs, 'startup_s'):.1f} s, crawl {median(runs, 'crawl_s'):.1f} s"
+        )
+        if stat("neardup/extract/workers"):
+            print(
+                f"  {stat('neardup/extract/workers'):.0f} workers, busy "
+                f"{stat('neardup/extract/busy_s'):.1f} s, idle "
+                f"{stat('neardup/extract/idle_s'):.1f} s (worker-seconds, from the "
+                f"first task to the last)"
+            )
+        wait = stat("neardup/extract/wait_s")
+        print(
+            f"  items waited {wait:.1f} s in all for their text, "
+            f"{wait / max(items, 1) * 1000:.0f} ms an item ({items:.0f} items); "
+            f"extraction {stat('neardup/extract/task_cpu_s'):.1f} s of CPU"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one round")
+    parser.add_argument("--rounds", type=int, help="rounds of all configurations (3)")
+    parser.add_argument("--site", help="the site's directory (default: sqlite3-doc's)")
+    parser.add_argument("--save", default="", help="write every crawl's figures to this JSON")
+    args = parser.parse_args()
+    sys.exit(run(args.quick, args.rounds, args.site, args.save))
+
+
+if __name__ == "__main__":
+    main()
