@@ -463,6 +463,7 @@ def copies_in_order(order: list[str], texts: Texts) -> set[str]:
 
     index: dict[int, list[int]] = {}
     copies: set[str] = set()
+    order = [page for page in order if (texts.root / page).is_file()]  # not "/" itself
     for i, page in enumerate(order):
         words = Document(texts.rich(page)).tokens
         own = {hash(tuple(words[j : j + 3])) for j in range(max(len(words) - 2, 0))}

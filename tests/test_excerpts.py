@@ -226,3 +226,16 @@ def test_a_redis_state_written_before_the_excerpt_keys_resumes(tmp_path) -> None
         redis_client.check_meta(client, "x", "content", now, optional=("excerpts",))
     finally:
         server.stop()
+
+
+def test_a_section_of_a_very_long_kept_page_is_dropped() -> None:
+    """A single-page reference of ~40,000 words (SQLite's capi3ref.html is 50,000) holds the
+    pages of each of its sections: its phrase filter stays trustworthy at that size."""
+    book = article(7, sentences=2400)
+    assert len(book.split()) > 35_000
+    dedup = Deduplicator("minhash")
+    dedup.check("book", book)
+    paragraphs = book.split("\n\n")
+    section = "\n\n".join(paragraphs[200:203])
+    assert 50 <= len(section.split()) < len(book.split()) / 80
+    assert dedup.check("section", section).duplicate_of == "book"

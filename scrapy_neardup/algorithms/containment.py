@@ -82,7 +82,7 @@ SIMILARITY = 0.35
 #: (Manku, Jain and Das Sarma's k for 64-bit fingerprints).
 SIMHASH_SIMILARITY = 1.0 - 3 / 64
 BITS_PER_SHINGLE = 10
-MAX_FILTER_BYTES = 16384
+MAX_FILTER_BYTES = 131072  # 10 bits a shingle up to ~100k distinct 3-shingles
 MAX_FALSE_POSITIVES = 0.05
 MIN_OWN_WORDS = 20
 MIN_OWN_SHARE = 0.1
