@@ -14,6 +14,7 @@ from scrapy_neardup.algorithms import make_method
 from scrapy_neardup.algorithms.containment import (
     _PHRASE,
     LOSSY_BELOW,
+    MAX_FILTER_BYTES,
     Phrases,
     SiteLines,
     Verified,
@@ -114,10 +115,10 @@ def test_the_filters_false_positives_are_subtracted() -> None:
 
 
 def test_a_filter_too_full_to_trust_decides_nothing() -> None:
-    huge = " ".join(f"w{i}" for i in range(200_000))  # 200k shingles in a 16 KB filter
+    huge = " ".join(f"w{i}" for i in range(200_000))  # 200k shingles in a 128 KB filter
     kept = phrases(huge)
     assert kept.false_positive_rate > 0.05
-    assert len(kept.bits) == 16384
+    assert len(kept.bits) == MAX_FILTER_BYTES
     assert coverage(phrases(huge[:5000]), kept) is None
 
 

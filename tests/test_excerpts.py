@@ -239,3 +239,24 @@ def test_a_section_of_a_very_long_kept_page_is_dropped() -> None:
     section = "\n\n".join(paragraphs[200:203])
     assert 50 <= len(section.split()) < len(book.split()) / 80
     assert dedup.check("section", section).duplicate_of == "book"
+
+
+def test_a_long_page_is_not_verified_against_the_short_pages_its_keys_find(monkeypatch) -> None:
+    """The excerpt keys of a long new page find every short kept page it quotes; none can be
+    its copy, so none is verified (a check over the whole long page each)."""
+    from scrapy_neardup.algorithms import containment
+
+    paragraphs = article(7, sentences=600).split("\n\n")
+    dedup = Deduplicator("minhash")
+    for i in range(0, 60, 12):
+        assert not dedup.check(f"part{i}", "\n\n".join(paragraphs[i : i + 3])).is_duplicate
+    verified = []
+    real = containment.coverage
+    monkeypatch.setattr(
+        containment, "coverage", lambda *a, **k: verified.append(1) or real(*a, **k)
+    )
+    assert not dedup.check("book", "\n\n".join(paragraphs)).is_duplicate
+    assert not verified
+    again = "\n\n".join(paragraphs[12:15]) + " And one more line."  # not an exact copy
+    assert dedup.check("part again", again).duplicate_of in ("part12", "book")
+    assert verified

@@ -88,6 +88,12 @@ MIN_OWN_WORDS = 20
 MIN_OWN_SHARE = 0.1
 LUCK = 0.05  # a drop never rests on false positives more likely than this (see _luck)
 LOSSY_BELOW = 0.8  # the lossy-drop line of the audit and the evaluation
+#: A kept page with fewer distinct 3-shingles than this share of a new page's is not verified
+#: against it (Verified.check): it cannot hold the new page's own text at the decision's lines.
+SMALLER_KEPT = 0.1
+#: MinHash candidates with a lower Jaccard estimate are verified only when they share half
+#: their excerpt fingerprints (Verified.check): SpotSigs's own screen, at its own line.
+EXCERPT_SCREEN = 0.2
 #: A page with at least this share of its words in lines its site repeats has no text of its
 #: own to compare (a listing, a tag page): matched exactly only (engine.without_boilerplate).
 #: 1 - MIN_OWN_SHARE: the line below which coverage() already stopped trusting its own words.
@@ -495,6 +501,18 @@ class Verified:
         self.similarity_threshold = (
             self._default_similarity() if similarity is None else _unit("similarity", similarity)
         )
+        # The share of the new page's distinct 3-shingles below which a kept page is too
+        # small to be verified against it: a tenth, or the similar rule's Jaccard if lower.
+        self._smaller = SMALLER_KEPT
+        if decision == "similar" and self._jaccard:
+            self._smaller = min(SMALLER_KEPT, 0.9 * self.similarity_threshold)
+        # MinHash's estimate is a Jaccard: below EXCERPT_SCREEN (or the similar rule's own
+        # threshold) only an excerpt can be a copy, and it shares its excerpt fingerprints.
+        self._screen = 0.0
+        if self.name == "minhash":
+            self._screen = EXCERPT_SCREEN
+            if decision == "similar":
+                self._screen = min(EXCERPT_SCREEN, 0.5 * self.similarity_threshold)
         self._estimate = getattr(backend, "estimate", backend.similarity)
         self.excerpts = Excerpts()  # excerpt keys beside the backend's (algorithms/excerpts.py)
         if hasattr(backend, "probe_count"):  # the engine asks it of a whole signature
@@ -562,12 +580,19 @@ class Verified:
 
     def check(self, new: tuple[Any, ...], kept: tuple[Any, ...]) -> Check | None:
         """None when the candidate is neither a copy, related nor near."""
+        if kept[1].count < self._smaller * new[1].count:
+            # A kept page a tenth the new one's size (which the excerpt keys of a long page
+            # propose by the dozen) holds too little of it to be its copy or near it: not
+            # verified, which over a whole page costs what a check of an excerpt does not.
+            return None
         similarity = self._estimate(new[0], kept[0])
-        if similarity is None:  # screened out by the backend: an excerpt is far below it,
-            # and verified when it shares half its excerpt fingerprints (algorithms/excerpts.py)
+        if similarity is None or similarity < self._screen:
+            # Screened out by the backend (or, for MinHash, a Jaccard estimate below any pair
+            # the bands propose): an excerpt is far below it, and verified when it shares half
+            # its excerpt fingerprints (algorithms/excerpts.py).
             if not self.excerpts.shared(new, kept):
                 return None
-            similarity = 0.0
+            similarity = similarity or 0.0
         found = coverage(new[1], kept[1], self.coverage, self.shingles)
         contained = holds(found, self.coverage, self.shingles)
         measure = self.measure(new, kept, similarity)
