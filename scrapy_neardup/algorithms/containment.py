@@ -387,7 +387,8 @@ def _measure(new: Phrases, hit: np.ndarray, rate: float) -> Coverage:
         # with BOILERPLATE_SHARE of them is matched exactly only: engine.without_boilerplate).
         if own.sum() >= max(MIN_OWN_WORDS, MIN_OWN_SHARE * words):
             covered = covered[own]
-            counted &= own[: len(hit)]  # the shingles that start at its own words
+            # The shingles still count all its lines: the lossy line is the audit's (a long
+            # line the site repeats on other kept pages is not in the one it is dropped for).
     shared = hit[counted] if counted.any() else hit
     # An uncovered word has up to 3 chances of a false positive; a shingle, one.
     chance = 1.0 - (1.0 - rate) ** _PHRASE.size
