@@ -25,6 +25,7 @@ from scrapy_neardup.state.files import (
     URL_JOURNAL,
     URL_SNAPSHOT,
 )
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.fingerprints import FingerprintStore
 from scrapy_neardup.storage.journal import (
     MemberRecord,
@@ -32,7 +33,6 @@ from scrapy_neardup.storage.journal import (
     load_snapshot,
     read_records,
 )
-from scrapy_neardup.urls import ScalableBloomFilter
 
 TOP_CLUSTERS = 10
 

@@ -35,7 +35,7 @@ from scrapy_neardup.exceptions import ConfigError, InvalidURL, StateError
 from scrapy_neardup.extraction import Extractor, SignerSpec
 from scrapy_neardup.middlewares import PageTextMiddleware, UrlFilterMiddleware
 from scrapy_neardup.pipeline import NearDupPipeline
-from scrapy_neardup.urls import ScalableBloomFilter
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -27,8 +27,9 @@ sys.path.insert(0, str(EXAMPLE))
 from demo_site import Site  # noqa: E402
 
 from scrapy_neardup.state.files import CONTENT_JOURNAL, URL_JOURNAL  # noqa: E402
+from scrapy_neardup.storage.bloom import ScalableBloomFilter  # noqa: E402
 from scrapy_neardup.storage.journal import load_snapshot, read_records  # noqa: E402
-from scrapy_neardup.urls import ScalableBloomFilter, canonical_url, url_fingerprint  # noqa: E402
+from scrapy_neardup.urls import canonical_url, url_fingerprint  # noqa: E402
 
 SETTINGS = {
     "CONCURRENT_REQUESTS": 2,

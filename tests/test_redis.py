@@ -27,8 +27,9 @@ from scrapy_neardup.engine import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
 from scrapy_neardup.state.redis import RETRY_INTERVAL, RedisState
 from scrapy_neardup.storage import redis_client, redis_index, redis_urls
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.text import Document
-from scrapy_neardup.urls import ScalableBloomFilter, url_fingerprint
+from scrapy_neardup.urls import url_fingerprint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -45,6 +45,7 @@ from scrapy_neardup.engine import Deduplicator, Member, Signed
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.frontier import Frontier
 from scrapy_neardup.state.base import NearDupState
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.dirlock import DirectoryLock, state_locks
 from scrapy_neardup.storage.fingerprints import FingerprintStore
 from scrapy_neardup.storage.journal import (
@@ -60,7 +61,6 @@ from scrapy_neardup.storage.journal import (
 )
 from scrapy_neardup.storage.lshbloom import LSHBloomStore
 from scrapy_neardup.storage.texts import TEXTS_FILE, TextFile
-from scrapy_neardup.urls import ScalableBloomFilter
 
 logger = logging.getLogger(__name__)
 

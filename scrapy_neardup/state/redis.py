@@ -67,9 +67,10 @@ from scrapy_neardup.algorithms.base import Match
 from scrapy_neardup.engine import Deduplicator, Member, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
 from scrapy_neardup.state.base import NearDupState, repeat_key
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.texts import redis_key
 from scrapy_neardup.twisted_futures import LoopHandle, await_future
-from scrapy_neardup.urls import ScalableBloomFilter, site_of
+from scrapy_neardup.urls import site_of
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

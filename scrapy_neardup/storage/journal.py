@@ -475,7 +475,7 @@ def write_snapshot(path: Path, *chunks: bytes) -> None:
 _SNAPSHOT = struct.Struct("<4sHQQ")  # magic, format, body length, xxh3-64 of the body
 _SNAPSHOT_MAGIC = b"NDSN"
 _SNAPSHOT_FORMAT = 1
-# What the snapshots of versions before the checksum began with (engine.MAGIC, urls._MAGIC).
+# What snapshots without the checksum begin with (state_format.MAGIC, storage.bloom._MAGIC).
 _UNCHECKED_MAGICS = (b"NDUP", b"NDBF")
 
 

@@ -28,8 +28,8 @@ from typing import Any
 from xxhash import xxh3_128_digest
 
 from scrapy_neardup.algorithms.base import Verifier
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.memory import MemoryBucketStore
-from scrapy_neardup.urls import ScalableBloomFilter
 
 #: Documents verified against, by default: about 36 MB of keys and buckets in memory for
 #: MinHash, and their signatures in the store's temporary file.

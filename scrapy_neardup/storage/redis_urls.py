@@ -16,9 +16,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from scrapy_neardup.storage.bloom import MAX_STAGE_RATE, bloom_size
+
 # ``redis`` through redis_client: without the package, that import says what to install.
 from scrapy_neardup.storage.redis_client import glob_escape, key_base, part_base, redis, unlink_keys
-from scrapy_neardup.urls import _MAX_STAGE_RATE, _bloom_size
 
 #: Bits per bitmap key: 2**29 bits = 64 MiB, an eighth of Redis's 512 MB string limit.
 CHUNK_BITS = 1 << 29
@@ -110,8 +111,8 @@ def stage_params(
 ) -> tuple[int, int, int]:
     """(capacity, bits, hash functions) of a stage, as ScalableBloomFilter sizes its stages."""
     cap = capacity * growth**stage
-    rate = min(error_rate * (1.0 - tightening) * tightening**stage, _MAX_STAGE_RATE)
-    bits, k = _bloom_size(cap, rate)
+    rate = min(error_rate * (1.0 - tightening) * tightening**stage, MAX_STAGE_RATE)
+    bits, k = bloom_size(cap, rate)
     return cap, max(64, math.ceil(bits)), max(1, k)
 
 
