@@ -8,7 +8,7 @@ from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.deprecate import method_is_overridden
 
 from scrapy_neardup.exceptions import InvalidURL
-from scrapy_neardup.frontier import CHECKED_META, RECOVERED_META
+from scrapy_neardup.meta import CHECKED_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState
 
 if TYPE_CHECKING:

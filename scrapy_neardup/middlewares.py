@@ -16,7 +16,7 @@ from w3lib.url import safe_url_string
 from scrapy_neardup.dupefilter import ANSWERED_META, CHECKED_META
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.extraction import Extracted, PageLimitError
-from scrapy_neardup.frontier import FRONTIER_META, PARENT_META, RECOVERED_META
+from scrapy_neardup.meta import FRONTIER_META, PARENT_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState, PageText, freeze_startup_objects
 from scrapy_neardup.twisted_futures import await_future, call_soon
 from scrapy_neardup.urls import site_of
