@@ -43,7 +43,7 @@ from bench.common import print_table, rss_bytes  # noqa: E402
 from corpus import load_article_bodies, make_documents, sentence_pool  # noqa: E402
 from scrapy_neardup.algorithms import make_method  # noqa: E402
 from scrapy_neardup.algorithms.containment import Verified, phrases_of  # noqa: E402
-from scrapy_neardup.engine import Deduplicator, Index  # noqa: E402
+from scrapy_neardup.deduplicator import Deduplicator, Index  # noqa: E402
 from scrapy_neardup.storage.memory import MemoryBucketStore  # noqa: E402
 from scrapy_neardup.text import Document  # noqa: E402
 

@@ -46,7 +46,7 @@ from corpus import load_article_bodies  # noqa: E402
 from scrapy_neardup.algorithms import METHODS, make_method  # noqa: E402
 from scrapy_neardup.algorithms.containment import Verified  # noqa: E402
 from scrapy_neardup.algorithms.excerpts import Stored  # noqa: E402
-from scrapy_neardup.engine import Index  # noqa: E402
+from scrapy_neardup.deduplicator import Index  # noqa: E402
 from scrapy_neardup.storage.lshbloom import DEFAULT_WINDOW as LSHBLOOM_WINDOW  # noqa: E402
 from scrapy_neardup.storage.lshbloom import LSHBloomStore  # noqa: E402
 from scrapy_neardup.storage.memory import MemoryBucketStore  # noqa: E402

@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:
 from corpus.lang import is_cjk  # noqa: E402
 from corpus.sources import article_bodies, chinese_texts  # noqa: E402
 from corpus.text import excerpt  # noqa: E402
-from scrapy_neardup.engine import Deduplicator  # noqa: E402
+from scrapy_neardup.deduplicator import Deduplicator  # noqa: E402
 from scrapy_neardup.text import Document  # noqa: E402
 
 SHARES = (0.1, 0.2, 1 / 3, 0.5)

@@ -33,7 +33,7 @@ from corpus.html import KINDS, PARTIAL_KINDS, Corpus
 from scrapy_neardup.algorithms import make_method
 from scrapy_neardup.algorithms.containment import SiteLines, Verified
 from scrapy_neardup.algorithms.exact import ExactMethod
-from scrapy_neardup.engine import Deduplicator, Index, Signed
+from scrapy_neardup.deduplicator import Deduplicator, Index, Signed
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 

@@ -7,7 +7,7 @@ Useful to try the backends on one's own documents, and to dedupe a corpus after 
 Documents are ``.txt`` and ``.md`` files, files without a suffix, and the lines of ``.jsonl`` /
 ``.ndjson`` files (the text in ``--text-field``; the key is the record's ``url`` or ``id``).
 The backend defaults to :data:`~scrapy_neardup.algorithms.DEFAULT_METHOD`, as the add-on and
-:class:`~scrapy_neardup.engine.Deduplicator` do.
+:class:`~scrapy_neardup.deduplicator.Deduplicator` do.
 
 Real folders hold more than text, so the bytes decide, not the name:
 
@@ -47,7 +47,7 @@ from typing import Any, BinaryIO, TextIO
 from charset_normalizer import from_bytes
 
 from scrapy_neardup.algorithms import DEFAULT_METHOD, METHODS
-from scrapy_neardup.engine import DEFAULT_MIN_TOKENS, Deduplicator
+from scrapy_neardup.deduplicator import DEFAULT_MIN_TOKENS, Deduplicator
 
 TEXT_SUFFIXES = (".txt", ".md", "")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")

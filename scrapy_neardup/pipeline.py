@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter, is_item
 from scrapy.exceptions import DropItem, NotConfigured
 
-from scrapy_neardup.engine import Signed, Verdict
+from scrapy_neardup.deduplicator import Signed, Verdict
 from scrapy_neardup.extraction import PageLimitError
 from scrapy_neardup.state import NearDupState
 from scrapy_neardup.twisted_futures import await_future

@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from scrapy_neardup.engine import Member, iter_state
 from scrapy_neardup.exceptions import StateError, StorageError
 from scrapy_neardup.state.files import (
     CONTENT_JOURNAL,
@@ -25,6 +24,7 @@ from scrapy_neardup.state.files import (
     URL_JOURNAL,
     URL_SNAPSHOT,
 )
+from scrapy_neardup.state_format import Member, iter_state
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.fingerprints import FingerprintStore
 from scrapy_neardup.storage.journal import (

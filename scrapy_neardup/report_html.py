@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from scrapy_neardup.algorithms.containment import LOSSY_BELOW, Coverage, text_coverage
-from scrapy_neardup.engine import Member
+from scrapy_neardup.state_format import Member
 from scrapy_neardup.storage.texts import TEXTS_FILE, read_texts, redis_key, redis_texts
 from scrapy_neardup.text import CJK_CHARS
 

@@ -24,7 +24,7 @@ import pytest
 import corpus as C
 from scrapy_neardup.algorithms import METHODS, Method, make_method
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator, Signed
+from scrapy_neardup.deduplicator import Deduplicator, Signed
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.storage import redis_client, redis_index
 from scrapy_neardup.text import Document, normalize

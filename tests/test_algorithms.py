@@ -26,7 +26,7 @@ from scrapy_neardup.algorithms import (
     make_method,
 )
 from scrapy_neardup.algorithms.simhash import block_masks
-from scrapy_neardup.engine import Index
+from scrapy_neardup.deduplicator import Index
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 
@@ -655,7 +655,7 @@ def test_a_state_from_before_the_new_defaults_resumes_with_the_old_settings(
     parameter at its old value is left out of them), so its state loads; the new defaults
     refuse it, naming the difference."""
     from scrapy_neardup.config import NearDupConfig
-    from scrapy_neardup.engine import Deduplicator
+    from scrapy_neardup.deduplicator import Deduplicator
     from scrapy_neardup.exceptions import StateError
 
     old = Deduplicator(make_method(backend, **before))

@@ -16,7 +16,7 @@ from scrapy_neardup.algorithms.cosine import (
     optimal_bands,
     projections,
 )
-from scrapy_neardup.engine import Deduplicator, Index
+from scrapy_neardup.deduplicator import Deduplicator, Index
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 

@@ -15,7 +15,7 @@ from backend_suite import BackendSuite, numbers_only
 import corpus as C
 from scrapy_neardup.algorithms import IMatchMethod, make_method
 from scrapy_neardup.algorithms.imatch import build_lexicon
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.text import Document, hash_tokens, normalize, tokenize
 
 

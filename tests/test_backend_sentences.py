@@ -8,7 +8,7 @@ from backend_suite import BackendSuite, numbers_only
 from scrapy_neardup.algorithms import SentencesMethod
 from scrapy_neardup.algorithms.excerpts import MIN_WORDS
 from scrapy_neardup.algorithms.sentences import sentence_key, split_sentences
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.text import Document
 
 

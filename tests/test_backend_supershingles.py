@@ -11,7 +11,7 @@ import xxhash
 from backend_suite import BackendSuite, numbers_only
 
 from scrapy_neardup.algorithms import MinHashMethod, SuperShinglesMethod
-from scrapy_neardup.engine import Index
+from scrapy_neardup.deduplicator import Index
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document, ShingleSpec
 

@@ -15,7 +15,7 @@ import pytest
 from scrapy_neardup.algorithms import DEFAULT_METHOD
 from scrapy_neardup.cli import Folder, build_parser, decode, main
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,7 +24,7 @@ from scrapy_neardup.algorithms.containment import (
     phrases_of,
     text_coverage,
 )
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.text import Document
 
 ARTICLES = C.synthetic_articles()

@@ -20,7 +20,7 @@ from scrapy_neardup.algorithms.containment import (
     shingles_of,
 )
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError
 from scrapy_neardup.text import Document, ShingleSpec
 

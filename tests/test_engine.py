@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 import pytest
 
 import corpus as C
-from scrapy_neardup.engine import MAGIC, Deduplicator, Signed, Verdict
+from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.state_format import MAGIC
 from scrapy_neardup.text import Document
 
 METHODS = ("exact", "simhash", "minhash", "spotsigs")

@@ -16,8 +16,9 @@ from corpus.documents import synthetic_sentences
 from corpus.text import excerpt
 from scrapy_neardup.algorithms import METHODS
 from scrapy_neardup.algorithms.excerpts import FULL, MIN_WORDS, SHINGLE, WINDOW, Stored, winnow
-from scrapy_neardup.engine import MAGIC, VERSION, Deduplicator, Signed
+from scrapy_neardup.deduplicator import Deduplicator, Signed
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.state_format import MAGIC, VERSION
 from scrapy_neardup.storage import redis_client, redis_index
 from scrapy_neardup.text import Document
 

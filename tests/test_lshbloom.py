@@ -9,7 +9,7 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError
 from scrapy_neardup.state import NearDupState
 from scrapy_neardup.storage.lshbloom import LSHBloomStore

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from scrapy_neardup.algorithms import make_method
-from scrapy_neardup.engine import Index
+from scrapy_neardup.deduplicator import Index
 from scrapy_neardup.storage.memory import WIDE, MemoryBucketStore, _Growing
 from scrapy_neardup.text import Document
 
@@ -156,7 +156,7 @@ def test_verified_signatures_are_kept_on_disk_not_as_objects() -> None:
     """The engine's stores get the method as codec: a verified signature (the backend's and
     its phrase filter) goes to the store's signature file, and comes back whole to verify a
     candidate, whether it was written out yet or not."""
-    from scrapy_neardup.engine import Deduplicator
+    from scrapy_neardup.deduplicator import Deduplicator
 
     words = [f"word{i}" for i in range(400)] + "the a is of was and to in".split() * 40
     rng = random.Random(3)

@@ -23,7 +23,7 @@ from scrapy.exceptions import DropItem
 
 from scrapy_neardup.algorithms import make_method
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
 from scrapy_neardup.state.redis import RETRY_INTERVAL, RedisState
 from scrapy_neardup.storage import redis_client, redis_index, redis_urls

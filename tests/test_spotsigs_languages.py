@@ -194,7 +194,7 @@ def test_a_page_in_no_known_language_is_matched_on_anchored_spots(text: str) -> 
     """Korean and Japanese have no list: their spots are anchored on the text's own tokens,
     so a copy in another template (navigation around it) is found, verified by containment;
     without anchors the page has no spots of its own (only the excerpt keys propose it)."""
-    from scrapy_neardup.engine import Deduplicator
+    from scrapy_neardup.deduplicator import Deduplicator
 
     assert guess_language(Document(text).tokens) is None
     page = text + " " + text[::-1]  # long enough for ten spots

@@ -3,7 +3,7 @@
 A method is pure maths: it turns a document into a signature, names the buckets in which a
 similar signature must also appear, and scores two signatures. Where buckets and signatures
 live (memory, Redis) and how a query-then-add is made atomic is the storage layer's job; the
-index in :mod:`scrapy_neardup.engine` joins the two.
+index in :mod:`scrapy_neardup.deduplicator` joins the two.
 
 A new backend is one module in this package implementing :class:`Method`, its name in
 ``METHODS`` (``algorithms/__init__.py``), and one test module whose class subclasses

@@ -89,7 +89,7 @@ MIN_OWN_SHARE = 0.1
 LUCK = 0.05  # a drop never rests on false positives more likely than this (see _luck)
 LOSSY_BELOW = 0.8  # the lossy-drop line of the audit and the evaluation
 #: A page with at least this share of its words in lines its site repeats has no text of its
-#: own to compare (a listing, a tag page): matched exactly only (engine.without_boilerplate).
+#: own to compare (a listing, a tag page): matched exactly only (Deduplicator.without_boilerplate).
 #: 1 - MIN_OWN_SHARE: the line below which coverage() already stopped trusting its own words.
 BOILERPLATE_SHARE = 1.0 - MIN_OWN_SHARE
 _PHRASE = ShingleSpec("word", 3)
@@ -378,7 +378,7 @@ def _measure(new: Phrases, hit: np.ndarray, rate: float) -> Coverage:
     if new.ignore is not None and len(new.ignore) == words:
         own = ~new.ignore
         # A page that is nearly all lines its site repeats is judged on all its words (one
-        # with BOILERPLATE_SHARE of them is matched exactly only: engine.without_boilerplate).
+        # with BOILERPLATE_SHARE of them is matched exactly only: Deduplicator.without_boilerplate).
         if own.sum() >= max(MIN_OWN_WORDS, MIN_OWN_SHARE * words):
             covered = covered[own]
             counted &= own[: len(hit)]  # the shingles that start at its own words

@@ -10,7 +10,7 @@ import path of a subclass of :class:`NearDupState`.
 
 What an implementation provides: ``open()`` (load, idempotent), ``close()``, ``key_seen()``
 (URL test-and-set on a 16-byte request key), ``clear_urls()``, and a ``dedup``
-(:class:`~scrapy_neardup.engine.Deduplicator`) whose ``check_signed`` is the content check.
+(:class:`~scrapy_neardup.deduplicator.Deduplicator`) whose ``check_signed`` is the content check.
 Components that may wait call the async forms, :meth:`NearDupState.key_seen_async` and
 :meth:`NearDupState.check_item`: here they run inline; a state whose checks reach a server
 (``remote = True``, Redis) runs them off the reactor thread.
@@ -30,7 +30,7 @@ from xxhash import xxh3_128_digest
 
 from scrapy_neardup.algorithms.base import Match
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator, Signed, Verdict
+from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, NearDupError
 from scrapy_neardup.extraction import Extracted, Extractor, FastReadings, KeptLines, SignerSpec
 from scrapy_neardup.start import refuse_start

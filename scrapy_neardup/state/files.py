@@ -11,7 +11,7 @@ the state directory::
     urls.journal     journal of 16-byte request keys added since the snapshot
     urls.sqlite      every key, read only to confirm a Bloom positive before a request is
                      dropped (NEARDUP_URL_CONFIRM; scrapy_neardup.storage.fingerprints)
-    content.state    Deduplicator.to_bytes() snapshot (format in scrapy_neardup.engine),
+    content.state    Deduplicator.to_bytes() snapshot (format in scrapy_neardup.state_format),
                      behind a checksum header
     content.journal  kept documents and duplicates since the snapshot (records in
                      scrapy_neardup.storage.journal)
@@ -41,10 +41,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from scrapy_neardup.engine import Deduplicator, Member, Signed
+from scrapy_neardup.deduplicator import Deduplicator, Signed
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.frontier import Frontier
 from scrapy_neardup.state.base import NearDupState
+from scrapy_neardup.state_format import Member
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.dirlock import DirectoryLock, state_locks
 from scrapy_neardup.storage.fingerprints import FingerprintStore

@@ -64,9 +64,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
 from scrapy_neardup.algorithms.base import Match
-from scrapy_neardup.engine import Deduplicator, Member, Signed, Verdict
+from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
 from scrapy_neardup.state.base import NearDupState, repeat_key
+from scrapy_neardup.state_format import Member
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.texts import redis_key
 from scrapy_neardup.twisted_futures import LoopHandle, await_future

@@ -1,36 +1,19 @@
-"""The near-duplicate engine: exact hash first, then the configured method, verified by
-containment: a document is dropped only when what it says is already in a kept one.
+"""The near-duplicate engine: :class:`Deduplicator`, its :class:`Index` and :class:`Verdict`.
 
-It joins the maths (:mod:`scrapy_neardup.algorithms`) with a store
-(:mod:`scrapy_neardup.storage`) and keeps the clusters: every kept document is the head of a
-cluster, every duplicate joins the cluster of the earlier document that contains it
-(:mod:`scrapy_neardup.algorithms.containment`). A later document that carries substantially
-more than a kept one is kept too, and recorded as *related* to it. Only heads are indexed, so
-a chain of small edits cannot drift a cluster away from its first document.
-
-Saved state (:meth:`Deduplicator.to_bytes`), little-endian throughout, no pickle::
-
-    magic  b"NDUP"  | u16 version (2)
-    u32 n | n bytes  meta: UTF-8 JSON {"method", "params", "min_tokens", "counts"}
-    u64 n | n heads:    u32 len | key UTF-8 | u32 len | exact signature
-    u64 n | n heads:    u32 len | key UTF-8 | u32 len | method signature
-    u64 n | n members:  u32 len | key | u32 len | head | u8 len | method | f64 similarity
-    u64 n | n related:  the same fields (key: the richer document, head: the kept one)
-    [u64 n | n near:    the same fields (key: a kept document near the kept head), only
-                        where meta has "near": n > 0; a state without is as earlier
-                        releases wrote it]
-
-Loading checks the method and its parameters: signatures made with other parameters would
-never match, silently, so a mismatch is a :class:`StateError`.
+Promises: exact hash first, then the configured backend; every candidate is verified exactly
+(:mod:`scrapy_neardup.algorithms.containment`), so no estimate drops a document. Every kept
+document heads a cluster, every duplicate joins the cluster of the earlier document that
+holds it; only heads are indexed. A saved state (:mod:`scrapy_neardup.state_format`) loads
+only into a deduplicator configured as it was. It knows nothing of Scrapy, and of storage
+only the store factory it is given. Rationale: ``docs/design.md#engine``.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import struct
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol
 
@@ -46,11 +29,16 @@ from scrapy_neardup.algorithms.containment import (
 )
 from scrapy_neardup.algorithms.exact import ExactMethod
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.state_format import (
+    Member,
+    iter_state,
+    write_header,
+    write_members,
+    write_signatures,
+)
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 
-MAGIC = b"NDUP"
-VERSION = 2  # 2: phrase filters in the method signatures, related documents
 DEFAULT_MIN_TOKENS = 50
 
 
@@ -211,17 +199,6 @@ class Recorder(Protocol):
     def related(self, member: Member) -> None: ...
 
     # Optional: ``near(member)``, told of a kept document near a kept one (Verdict.near_to).
-
-
-@dataclass(frozen=True)
-class Member:
-    """A duplicate and the cluster head it joined; or, in ``Deduplicator.related``, a kept
-    document (``key``) and the earlier kept one (``head``) it holds and adds to."""
-
-    key: str
-    head: str
-    method: str
-    similarity: float
 
 
 def best_match(matches: Iterable[Match]) -> Match:
@@ -493,24 +470,16 @@ class Deduplicator:
         return out.getvalue()
 
     def write(self, out: BinaryIO) -> None:
-        meta = json.dumps(self.meta(), sort_keys=True).encode()
-        out.write(MAGIC + struct.pack("<HI", VERSION, len(meta)) + meta)
+        """Write the state in the format of :mod:`scrapy_neardup.state_format`."""
+        write_header(out, self.meta())
         for index in (self.exact, self.near):
             items = list(index.store.items()) if index else []
-            out.write(struct.pack("<Q", len(items)))
-            for key, signature in items:
-                _write_blob(out, key.encode())
-                _write_blob(out, index.method.encode(signature))
+            write_signatures(out, len(items), ((k, index.method.encode(s)) for k, s in items))
         sections = [self.members, self.related]
         if self.near_members:
             sections.append(self.near_members)
         for relations in sections:
-            out.write(struct.pack("<Q", len(relations)))
-            for m in relations.values():
-                _write_blob(out, m.key.encode())
-                _write_blob(out, m.head.encode())
-                method = m.method.encode()
-                out.write(struct.pack("<B", len(method)) + method + struct.pack("<d", m.similarity))
+            write_members(out, relations.values())
 
     def load_bytes(self, data: bytes) -> None:
         """Add saved state to this (empty) deduplicator; raises StateError if it does not fit.
@@ -585,63 +554,3 @@ def _check_decision(meta: dict[str, Any], expected: dict[str, Any]) -> None:
                 f"state was written with {setting}={was!r} (unset: the default), configured "
                 f"{setting}={now!r}; use the same setting or a new state"
             )
-
-
-_META_FIELDS = {"method": str, "params": dict, "min_tokens": int, "counts": dict}
-
-
-def iter_state(data: bytes) -> Iterator[tuple[Any, ...]]:
-    """Records of a saved state, without building any index: ``("meta", dict)``, then
-    ``("exact" | "near", key, signature bytes)``, then ``("member" | "related", Member)``,
-    then ``("nearby", Member)`` where the state has a near section."""
-    src = io.BytesIO(data)
-    try:
-        header = _read_exact(src, 10)
-        if header[:4] != MAGIC:
-            raise StateError("not a scrapy-neardup state file (bad magic)")
-        version, meta_len = struct.unpack("<HI", header[4:])
-        if version != VERSION:
-            raise StateError(f"state format version {version}, this release reads {VERSION}")
-        meta = json.loads(_read_exact(src, meta_len))
-        if not isinstance(meta, dict) or any(
-            not isinstance(meta.get(field), kind) for field, kind in _META_FIELDS.items()
-        ):
-            raise StateError(f"corrupt near-duplicate state: meta must hold {list(_META_FIELDS)}")
-        if not all(isinstance(v, int) for v in meta["counts"].values()):
-            raise StateError("corrupt near-duplicate state: counts must be integers")
-        yield ("meta", meta)
-        for kind in ("exact", "near"):
-            (count,) = struct.unpack("<Q", _read_exact(src, 8))
-            for _ in range(count):
-                yield (kind, _read_blob(src).decode(), _read_blob(src))
-        for kind in ("member", "related", "nearby"):
-            if kind == "nearby" and not meta.get("near"):
-                break  # no near section
-            (count,) = struct.unpack("<Q", _read_exact(src, 8))
-            for _ in range(count):
-                key = _read_blob(src).decode()
-                head = _read_blob(src).decode()
-                (length,) = struct.unpack("<B", _read_exact(src, 1))
-                method = _read_exact(src, length).decode()
-                (similarity,) = struct.unpack("<d", _read_exact(src, 8))
-                yield (kind, Member(key, head, method, similarity))
-        if src.read(1):
-            raise StateError("corrupt near-duplicate state: bytes after the last record")
-    except (struct.error, UnicodeDecodeError, ValueError, KeyError, EOFError) as exc:
-        raise StateError(f"corrupt near-duplicate state: {exc}") from None
-
-
-def _write_blob(out: BinaryIO, data: bytes) -> None:
-    out.write(struct.pack("<I", len(data)) + data)
-
-
-def _read_exact(src: BinaryIO, n: int) -> bytes:
-    data = src.read(n)
-    if len(data) != n:
-        raise EOFError(f"truncated: wanted {n} bytes, found {len(data)}")
-    return data
-
-
-def _read_blob(src: BinaryIO) -> bytes:
-    (length,) = struct.unpack("<I", _read_exact(src, 4))
-    return _read_exact(src, length)
