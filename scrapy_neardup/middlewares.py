@@ -224,21 +224,6 @@ def _same_site(url: str, other: str) -> bool:
     return site_of(url) == site_of(other)
 
 
-def component_enabled(settings: Any, setting: str, cls: type) -> bool:
-    """Whether ``cls`` is among the enabled components of ``setting`` (e.g.
-    ``SPIDER_MIDDLEWARES``), by class or import path, as Scrapy builds the list."""
-    from scrapy.utils.conf import build_component_list
-    from scrapy.utils.misc import load_object
-
-    for component in build_component_list(settings.getwithbase(setting)):
-        try:
-            if load_object(component) is cls:
-                return True
-        except (ImportError, NameError, ValueError, AttributeError):
-            continue
-    return False
-
-
 def _is_root(url: str) -> bool:
     from urllib.parse import urlsplit
 

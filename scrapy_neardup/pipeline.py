@@ -288,8 +288,9 @@ class NearDupPipeline:
 
 
 def _page_text_enabled(crawler: Crawler) -> bool:
+    from scrapy_neardup.components import component_enabled
     from scrapy_neardup.config import bool_setting
-    from scrapy_neardup.middlewares import PageTextMiddleware, component_enabled
+    from scrapy_neardup.middlewares import PageTextMiddleware
 
     settings = crawler.settings
     return bool_setting(settings, "NEARDUP_EXTRACT", True) and component_enabled(

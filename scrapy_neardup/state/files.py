@@ -41,6 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from scrapy_neardup.components import component_enabled
 from scrapy_neardup.deduplicator import Deduplicator, Signed
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.frontier import Frontier
@@ -64,6 +65,9 @@ from scrapy_neardup.storage.lshbloom import LSHBloomStore
 from scrapy_neardup.storage.texts import TEXTS_FILE, TextFile
 
 logger = logging.getLogger(__name__)
+
+#: Checked by import path, so that this module need not import the Scrapy components.
+FRONTIER_MIDDLEWARE = "scrapy_neardup.middlewares.FrontierMiddleware"
 
 T = TypeVar("T")
 
@@ -167,14 +171,12 @@ class FileState(NearDupState):
     def _frontier_wanted(self) -> bool:
         """Only when FrontierMiddleware will mark requests done: otherwise the journal would
         grow by every request and never shrink."""
-        from scrapy_neardup.middlewares import FrontierMiddleware, component_enabled
-
         config = self.config
         return (
             config.enabled
             and config.url_filter
             and self.crawler is not None
-            and component_enabled(self.crawler.settings, "SPIDER_MIDDLEWARES", FrontierMiddleware)
+            and component_enabled(self.crawler.settings, "SPIDER_MIDDLEWARES", FRONTIER_MIDDLEWARE)
         )
 
     def _open(self) -> None:

@@ -64,6 +64,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
 from scrapy_neardup.algorithms.base import Match
+from scrapy_neardup.components import component_enabled
 from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
 from scrapy_neardup.state.base import NearDupState, repeat_key
@@ -74,6 +75,9 @@ from scrapy_neardup.twisted_futures import LoopHandle, await_future
 from scrapy_neardup.urls import site_of
 
 logger = logging.getLogger(__name__)
+
+#: Checked by import path, so that this module need not import the Scrapy components.
+URL_FILTER_MIDDLEWARE = "scrapy_neardup.middlewares.UrlFilterMiddleware"
 T = TypeVar("T")
 
 #: Seconds between two health probes of a Redis that went away.
@@ -295,9 +299,7 @@ class RedisState(NearDupState):
         config, crawler = self.config, self.crawler
         if crawler is None or not (config.enabled and config.url_filter):
             return False
-        from scrapy_neardup.middlewares import UrlFilterMiddleware, component_enabled
-
-        return component_enabled(crawler.settings, "DOWNLOADER_MIDDLEWARES", UrlFilterMiddleware)
+        return component_enabled(crawler.settings, "DOWNLOADER_MIDDLEWARES", URL_FILTER_MIDDLEWARE)
 
     def _scheduler_shares_queue(self) -> bool:
         """Whether the scheduler is scrapy-redis's: its queue is in Redis, popped by every
