@@ -34,6 +34,7 @@ from scrapy_neardup.algorithms.containment import (
     candidate_params,
 )
 from scrapy_neardup.exceptions import ConfigError
+from scrapy_neardup.factories import backend_from_config
 from scrapy_neardup.urls import DEFAULT_STRIP_PARAMS
 
 ACTIONS = ("drop", "tag")
@@ -384,7 +385,7 @@ class NearDupConfig:
             keep_text=_int(s, "NEARDUP_KEEP_TEXT", 0, 0, 10_000_000),
             debug=bool_setting(s, "NEARDUP_DEBUG", False),
         )
-        config.make_method()  # unknown backend options fail here, at start
+        backend_from_config(config)  # unknown backend options fail here, at start
         if config.backend == "simhash" and config.similarity is not None:
             needed = round(64 * (1.0 - config.similarity) + 1e-9)
             if needed > config.simhash_k:
@@ -410,27 +411,6 @@ class NearDupConfig:
                     "'buckets' with NEARDUP_STORAGE='redis' (LSHBloom is a memory index)",
                 )
         return config
-
-    def stores(self) -> Any:
-        """The engine's store factory for a memory state: LSHBloom for the method's index
-        when NEARDUP_INDEX says so, the compact memory store for everything else."""
-        from scrapy_neardup.storage.lshbloom import LSHBloomStore
-        from scrapy_neardup.storage.memory import MemoryBucketStore
-
-        def make(name: str, codec: Any) -> Any:
-            if self.index == "lshbloom" and name != "exact":
-                return LSHBloomStore(codec, window=self.lshbloom_window)
-            return MemoryBucketStore(codec=codec)
-
-        return make
-
-    def make_method(self) -> Any:
-        from scrapy_neardup.algorithms import make_method
-
-        try:
-            return make_method(self.backend, **self.method_params())
-        except (TypeError, ValueError) as exc:
-            raise ConfigError("NEARDUP_BACKEND_PARAMS", self.backend_params, str(exc)) from None
 
 
 def state_dir_from(settings: SettingsLike) -> Path | None:

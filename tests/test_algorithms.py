@@ -27,6 +27,7 @@ from scrapy_neardup.algorithms import (
 )
 from scrapy_neardup.algorithms.simhash import block_masks
 from scrapy_neardup.deduplicator import Index
+from scrapy_neardup.factories import backend_from_config
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 
@@ -662,7 +663,7 @@ def test_a_state_from_before_the_new_defaults_resumes_with_the_old_settings(
     assert not ({"lines", "anchors"} & set(old.near.method.backend.params()))
     old.check("https://a.example/1", TEXT)
     config = NearDupConfig.from_settings({"NEARDUP_BACKEND": backend, **settings})
-    resumed = Deduplicator(config.make_method())
+    resumed = Deduplicator(backend_from_config(config))
     resumed.load_bytes(old.to_bytes())
     assert len(resumed) == 1
     with pytest.raises(StateError, match="params"):

@@ -22,6 +22,7 @@ from scrapy_neardup.algorithms.containment import (
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError
+from scrapy_neardup.factories import backend_from_config
 from scrapy_neardup.text import Document, ShingleSpec
 
 VOCABULARY = [f"w{i}x" for i in range(5000)]
@@ -202,7 +203,7 @@ def test_settings_reach_the_engine() -> None:
         }
     )
     assert config.decision == "similar" and config.near_field == "near"
-    dedup = Deduplicator(config.make_method(), **config.verify_params())
+    dedup = Deduplicator(backend_from_config(config), **config.verify_params())
     verify = dedup.near.method
     assert (verify.decision, verify.coverage, verify.shingles, verify.related) == (
         "similar",

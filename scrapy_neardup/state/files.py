@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 from scrapy_neardup.components import component_enabled
 from scrapy_neardup.deduplicator import Deduplicator, Signed
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.factories import backend_from_config, stores_from_config
 from scrapy_neardup.frontier import Frontier
 from scrapy_neardup.state.base import NearDupState
 from scrapy_neardup.state_format import Member
@@ -138,9 +139,9 @@ class FileState(NearDupState):
         config = self.config
         self.urls = ScalableBloomFilter(config.bloom_capacity, config.bloom_error_rate)
         self.dedup = Deduplicator(
-            config.make_method(),
+            backend_from_config(config),
             min_tokens=config.min_tokens,
-            stores=config.stores(),
+            stores=stores_from_config(config),
             **config.verify_params(),
         )
         self._url_journal: Journal | None = None

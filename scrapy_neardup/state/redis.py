@@ -67,6 +67,7 @@ from scrapy_neardup.algorithms.base import Match
 from scrapy_neardup.components import component_enabled
 from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
+from scrapy_neardup.factories import backend_from_config
 from scrapy_neardup.state.base import NearDupState, repeat_key
 from scrapy_neardup.state_format import Member
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
@@ -144,7 +145,7 @@ class RedisState(NearDupState):
         )
         self._url_thread = ThreadPoolExecutor(1, thread_name_prefix="neardup-redis-urls")
         self._content_thread = ThreadPoolExecutor(1, thread_name_prefix="neardup-redis-content")
-        method = config.make_method()
+        method = backend_from_config(config)
 
         def stores(name: str, codec: Any) -> Any:
             return redis_index.RedisBucketStore(self.redis_client, prefix, name, codec)
