@@ -6,7 +6,7 @@ Useful to try the backends on one's own documents, and to dedupe a corpus after 
 
 Documents are ``.txt`` and ``.md`` files, files without a suffix, and the lines of ``.jsonl`` /
 ``.ndjson`` files (the text in ``--text-field``; the key is the record's ``url`` or ``id``).
-The backend defaults to :data:`~scrapy_neardup.algorithms.DEFAULT_METHOD`, as the add-on and
+The backend defaults to :data:`~scrapy_neardup.backends.DEFAULT_BACKEND`, as the add-on and
 :class:`~scrapy_neardup.deduplicator.Deduplicator` do.
 
 Real folders hold more than text, so the bytes decide, not the name:
@@ -46,7 +46,7 @@ from typing import Any, BinaryIO, TextIO
 
 from charset_normalizer import from_bytes
 
-from scrapy_neardup.algorithms import DEFAULT_METHOD, METHODS
+from scrapy_neardup.backends import BACKENDS, DEFAULT_BACKEND
 from scrapy_neardup.deduplicator import DEFAULT_MIN_TOKENS, Deduplicator
 
 TEXT_SUFFIXES = (".txt", ".md", "")
@@ -359,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("dedupe", help="deduplicate .txt/.md files and JSONL lines under a folder")
     p.add_argument("path", help="a folder (searched recursively) or one file")
-    p.add_argument("--backend", choices=sorted(METHODS), default=DEFAULT_METHOD)
+    p.add_argument("--backend", choices=sorted(BACKENDS), default=DEFAULT_BACKEND)
     p.add_argument("--text-field", default="text", help="JSONL field holding the text")
     p.add_argument("--min-tokens", type=int, default=DEFAULT_MIN_TOKENS)
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -23,8 +23,8 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from scrapy_neardup.algorithms import DEFAULT_METHOD, METHODS
-from scrapy_neardup.algorithms.containment import (
+from scrapy_neardup.backends import BACKENDS, DEFAULT_BACKEND
+from scrapy_neardup.backends.containment import (
     BOILERPLATE_SHARE,
     COVERAGE,
     DECISIONS,
@@ -268,10 +268,10 @@ class NearDupConfig:
     text_field: str | None = None
     url_field: str | None = "url"
     # near-duplicates
-    backend: str = DEFAULT_METHOD
+    backend: str = DEFAULT_BACKEND
     threshold: float | None = None
     simhash_k: int = 7
-    # what drops a page (algorithms/containment.py): "contained" or "similar"
+    # what drops a page (backends/containment.py): "contained" or "similar"
     decision: str = "contained"
     contained_words: float = COVERAGE
     contained_shingles: float = SHINGLES
@@ -301,12 +301,12 @@ class NearDupConfig:
     keep_text: int = 0
     debug: bool = False
 
-    def method_params(self) -> dict[str, Any]:
+    def backend_kwargs(self) -> dict[str, Any]:
         """Constructor arguments of the configured method."""
         params = dict(self.backend_params)
         if self.backend == "simhash":
             params.setdefault("k", self.simhash_k)
-        elif self.threshold is not None and "threshold" in _init_params(METHODS[self.backend]):
+        elif self.threshold is not None and "threshold" in _init_params(BACKENDS[self.backend]):
             params.setdefault("threshold", self.threshold)
         for name, value in candidate_params(
             self.backend, self.decision, self.similarity_shingles
@@ -352,7 +352,7 @@ class NearDupConfig:
             page_memory=_int(s, "NEARDUP_PAGE_MEMORY", 1024, 0, 1024 * 1024),
             text_field=_field_name(s, "NEARDUP_TEXT_FIELD", None),
             url_field=_field_name(s, "NEARDUP_URL_FIELD", "url"),
-            backend=_choice(s, "NEARDUP_BACKEND", DEFAULT_METHOD, tuple(METHODS)),
+            backend=_choice(s, "NEARDUP_BACKEND", DEFAULT_BACKEND, tuple(BACKENDS)),
             threshold=_float(s, "NEARDUP_THRESHOLD", None, 0.0, 1.0),
             simhash_k=_int(s, "NEARDUP_SIMHASH_K", 7, 1, 12),
             decision=_choice(s, "NEARDUP_DECISION", "contained", DECISIONS),

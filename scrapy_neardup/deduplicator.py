@@ -1,7 +1,7 @@
 """The near-duplicate engine: :class:`Deduplicator`, its :class:`Index` and :class:`Verdict`.
 
 Promises: exact hash first, then the configured backend; every candidate is verified exactly
-(:mod:`scrapy_neardup.algorithms.containment`), so no estimate drops a document. Every kept
+(:mod:`scrapy_neardup.backends.containment`), so no estimate drops a document. Every kept
 document heads a cluster, every duplicate joins the cluster of the earlier document that
 holds it; only heads are indexed. A saved state (:mod:`scrapy_neardup.state_format`) loads
 only into a deduplicator configured as it was. It knows nothing of Scrapy, and of storage
@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol
 
-from scrapy_neardup.algorithms import DEFAULT_METHOD, Match, Method, make_method
-from scrapy_neardup.algorithms.base import BucketStore, Verifier
-from scrapy_neardup.algorithms.containment import (
+from scrapy_neardup.backends import DEFAULT_BACKEND, Backend, Match, make_backend
+from scrapy_neardup.backends.base import BucketStore, Verifier
+from scrapy_neardup.backends.containment import (
     BOILERPLATE_SHARE,
     SiteLines,
     Verified,
@@ -27,7 +27,7 @@ from scrapy_neardup.algorithms.containment import (
     coverage,
     holds,
 )
-from scrapy_neardup.algorithms.exact import ExactMethod
+from scrapy_neardup.backends.exact import ExactBackend
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.state_format import (
     Member,
@@ -45,11 +45,11 @@ DEFAULT_MIN_TOKENS = 50
 class Index:
     """One method over one store: query, add, or both at once (atomically, in the store).
 
-    A method with a ``check`` (:class:`~scrapy_neardup.algorithms.containment.Verified`)
+    A method with a ``check`` (:class:`~scrapy_neardup.backends.containment.Verified`)
     tells copies from related documents; :meth:`search` returns both.
     """
 
-    def __init__(self, method: Method, store: BucketStore) -> None:
+    def __init__(self, method: Backend, store: BucketStore) -> None:
         self.method = method
         self.store = store
         self._probe_count = getattr(method, "probe_count", None)
@@ -89,7 +89,7 @@ class Index:
         return verify
 
     def _probe(self, signature: Any) -> dict[str, int]:
-        """``probe=`` for the store, only for methods that have it (see algorithms.base)."""
+        """``probe=`` for the store, only for methods that have it (see backends.base)."""
         return {} if self._probe_count is None else {"probe": self._probe_count(signature)}
 
     def search(
@@ -116,7 +116,7 @@ class Index:
 
     def _excerpts_first(self, signature: Any, verify: Verifier) -> tuple[list, Verifier]:
         """A store told to ``probe`` the least filled buckets only (SpotSigs) may leave out
-        the excerpt keys (algorithms/excerpts.py), whose promise needs every one of them: they
+        the excerpt keys (backends/excerpts.py), whose promise needs every one of them: they
         are queried first, all of them. Returns what they found and the verifier for all the
         buckets then, which skips the candidates already verified (what they found is a copy:
         the document is not added)."""
@@ -209,10 +209,10 @@ def best_match(matches: Iterable[Match]) -> Match:
 
 #: A store for an index: its name ("exact" or the method's) and the codec of its signatures
 #: (the method whose ``encode``/``decode`` a store that serialises must use).
-StoreFactory = Callable[[str, Method], BucketStore]
+StoreFactory = Callable[[str, Backend], BucketStore]
 
 
-def memory_stores(_name: str, codec: Method) -> BucketStore:
+def memory_stores(_name: str, codec: Backend) -> BucketStore:
     return MemoryBucketStore(codec=codec)
 
 
@@ -221,7 +221,7 @@ class Deduplicator:
 
     Documents with fewer than ``min_tokens`` tokens are matched exactly only (and counted as
     ``short``): SimHash and MinHash estimates are unreliable on a handful of words. The
-    method's candidates are verified (:class:`~scrapy_neardup.algorithms.containment.Verified`):
+    method's candidates are verified (:class:`~scrapy_neardup.backends.containment.Verified`):
     ``decision`` says which rule drops, ``"contained"`` (``contained_words``,
     ``contained_shingles``) or ``"similar"`` (``similarity``, ``similar_shingles``; with a
     method named by a string, its candidate threshold and shingles default to the ones that
@@ -234,7 +234,7 @@ class Deduplicator:
 
     def __init__(
         self,
-        method: str | Method = DEFAULT_METHOD,
+        method: str | Backend = DEFAULT_BACKEND,
         *,
         min_tokens: int = DEFAULT_MIN_TOKENS,
         stores: StoreFactory = memory_stores,
@@ -267,9 +267,9 @@ class Deduplicator:
         if isinstance(method, str):
             defaults = candidate_params(method, verify["decision"], verify.get("similar_shingles"))
             params = {**defaults, **params}
-        self.method = make_method(method, **params) if isinstance(method, str) else method
+        self.method = make_backend(method, **params) if isinstance(method, str) else method
         self.min_tokens = min_tokens
-        exact = ExactMethod()
+        exact = ExactBackend()
         self.exact = Index(exact, stores("exact", exact))
         self.near = None
         if self.method.name != "exact":
@@ -295,7 +295,7 @@ class Deduplicator:
 
     def without_boilerplate(self, site: str, signed: Signed) -> Signed:
         """``signed`` with the lines its site repeats on many kept pages left out of its
-        covered words (:class:`~scrapy_neardup.algorithms.containment.SiteLines`), for
+        covered words (:class:`~scrapy_neardup.backends.containment.SiteLines`), for
         :meth:`check_signed`; then :meth:`learn_boilerplate` with the verdict."""
         if signed.near is None or self.near is None:
             return signed

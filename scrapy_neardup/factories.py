@@ -14,19 +14,19 @@ from typing import TYPE_CHECKING, Any
 from scrapy_neardup.exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from scrapy_neardup.algorithms.base import Method
+    from scrapy_neardup.backends.base import Backend
     from scrapy_neardup.config import NearDupConfig
     from scrapy_neardup.deduplicator import StoreFactory
 
 __all__ = ["backend_from_config", "stores_from_config"]
 
 
-def backend_from_config(config: NearDupConfig) -> Method:
+def backend_from_config(config: NearDupConfig) -> Backend:
     """The configured backend, with ``NEARDUP_BACKEND_PARAMS`` and the settings it takes."""
-    from scrapy_neardup.algorithms import make_method
+    from scrapy_neardup.backends import make_backend
 
     try:
-        return make_method(config.backend, **config.method_params())
+        return make_backend(config.backend, **config.backend_kwargs())
     except (TypeError, ValueError) as exc:
         raise ConfigError("NEARDUP_BACKEND_PARAMS", config.backend_params, str(exc)) from None
 

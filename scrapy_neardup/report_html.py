@@ -10,7 +10,7 @@ inside a changed passage is shown as changed, so that "the" and "of" do not spec
 Beside the method and the similarity the engine reported, each drop shows its
 **containment** and **covered words**, computed here, exactly, from the kept texts, by the
 function whose approximation decided the drop
-(:func:`scrapy_neardup.algorithms.containment.text_coverage`: words as the plugin reads them,
+(:func:`scrapy_neardup.backends.containment.text_coverage`: words as the plugin reads them,
 jieba for Chinese; containment is the share of the dropped text's word 3-shingles within its
 lines found in the kept text, covered words the share of its words in a 3-shingle of the kept
 text). The decision knows the kept text by a Bloom filter and leaves out lines the site
@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from scrapy_neardup.algorithms.containment import LOSSY_BELOW, Coverage, text_coverage
+from scrapy_neardup.backends.containment import LOSSY_BELOW, Coverage, text_coverage
 from scrapy_neardup.state_format import Member
 from scrapy_neardup.storage.texts import TEXTS_FILE, read_texts, redis_key, redis_texts
 from scrapy_neardup.text import CJK_CHARS
@@ -87,7 +87,7 @@ def _link(key: str) -> str:
 
 def containment(dropped: str, kept: str) -> float | None:
     """Share of ``dropped``'s word 3-shingles within its lines found in ``kept`` (None: no
-    words): :func:`~scrapy_neardup.algorithms.containment.text_coverage`'s ``shingles``."""
+    words): :func:`~scrapy_neardup.backends.containment.text_coverage`'s ``shingles``."""
     found = text_coverage(dropped, kept)
     return None if found is None else found.shingles
 

@@ -16,16 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_neardup.algorithms import (
-    METHODS,
-    ExactMethod,
-    Method,
-    MinHashMethod,
-    SimHashMethod,
-    SpotSigsMethod,
-    make_method,
+from scrapy_neardup.backends import (
+    BACKENDS,
+    Backend,
+    ExactBackend,
+    MinHashBackend,
+    SimHashBackend,
+    SpotSigsBackend,
+    make_backend,
 )
-from scrapy_neardup.algorithms.simhash import block_masks
+from scrapy_neardup.backends.simhash import block_masks
 from scrapy_neardup.deduplicator import Index
 from scrapy_neardup.factories import backend_from_config
 from scrapy_neardup.storage.memory import MemoryBucketStore
@@ -39,18 +39,18 @@ TEXT = (
     "that the new deck would last for decades. "
 ) * 3
 
-# -- make_method and parameters ----------------------------------------------------------------
+# -- make_backend and parameters ----------------------------------------------------------------
 
 
 def test_make_method_by_name() -> None:
-    for name, cls in METHODS.items():
-        method = make_method(name)
+    for name, cls in BACKENDS.items():
+        method = make_backend(name)
         assert isinstance(method, cls)
-        assert isinstance(method, Method)
+        assert isinstance(method, Backend)
         assert method.name == name
-    assert make_method("simhash", k=5).k == 5
-    with pytest.raises(ValueError, match="unknown near-duplicate method 'lsh'"):
-        make_method("lsh")
+    assert make_backend("simhash", k=5).k == 5
+    with pytest.raises(ValueError, match="unknown near-duplicate backend 'lsh'"):
+        make_backend("lsh")
 
 
 @pytest.mark.parametrize(
@@ -69,23 +69,23 @@ def test_make_method_by_name() -> None:
 )
 def test_invalid_parameters(name: str, params: dict) -> None:
     with pytest.raises(ValueError):
-        make_method(name, **params)
+        make_backend(name, **params)
 
 
 def test_params_describe_what_changes_signatures() -> None:
-    assert SimHashMethod(k=3).params() != SimHashMethod(k=4).params()
-    assert SimHashMethod().params() != SimHashMethod(shingles="word:2").params()
-    assert MinHashMethod().params() != MinHashMethod(threshold=0.7).params()
-    assert MinHashMethod().params() != MinHashMethod(seed=2).params()
-    assert SpotSigsMethod().params() != SpotSigsMethod(chain=3).params()
+    assert SimHashBackend(k=3).params() != SimHashBackend(k=4).params()
+    assert SimHashBackend().params() != SimHashBackend(shingles="word:2").params()
+    assert MinHashBackend().params() != MinHashBackend(threshold=0.7).params()
+    assert MinHashBackend().params() != MinHashBackend(seed=2).params()
+    assert SpotSigsBackend().params() != SpotSigsBackend(chain=3).params()
 
 
 # -- encode / decode -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(METHODS))
+@pytest.mark.parametrize("name", sorted(BACKENDS))
 def test_encode_decode_round_trip(name: str) -> None:
-    method = make_method(name)
+    method = make_backend(name)
     for text in (TEXT, "我们的工作是在北京完成的。" * 10, "short", ""):
         sig = method.signature(Document(text))
         data = method.encode(sig)
@@ -99,47 +99,47 @@ def test_encode_decode_round_trip(name: str) -> None:
 
 def test_signature_sizes() -> None:
     doc = Document(TEXT)
-    assert len(ExactMethod().encode(ExactMethod().signature(doc))) == 16
-    assert len(SimHashMethod().encode(SimHashMethod().signature(doc))) == 8
-    assert len(MinHashMethod().encode(MinHashMethod().signature(doc))) == 4 * 128
-    spots = SpotSigsMethod().signature(doc)
-    assert len(SpotSigsMethod().encode(spots)) == 8 * len(spots) > 0
+    assert len(ExactBackend().encode(ExactBackend().signature(doc))) == 16
+    assert len(SimHashBackend().encode(SimHashBackend().signature(doc))) == 8
+    assert len(MinHashBackend().encode(MinHashBackend().signature(doc))) == 4 * 128
+    spots = SpotSigsBackend().signature(doc)
+    assert len(SpotSigsBackend().encode(spots)) == 8 * len(spots) > 0
 
 
 @pytest.mark.parametrize(
     ("method", "bad"),
     [
-        (ExactMethod(), [b"", b"x" * 15, b"x" * 17, b"x" * 32]),
-        (SimHashMethod(), [b"", b"x" * 7, b"x" * 9, b"x" * 16]),
-        (MinHashMethod(), [b"", b"x" * 508, b"x" * 516, b"x" * 256]),
-        (MinHashMethod(num_perm=64), [b"x" * 512, b"x" * 255]),
-        (SpotSigsMethod(), [b"x", b"x" * 7, b"x" * 9, b"x" * 17]),
+        (ExactBackend(), [b"", b"x" * 15, b"x" * 17, b"x" * 32]),
+        (SimHashBackend(), [b"", b"x" * 7, b"x" * 9, b"x" * 16]),
+        (MinHashBackend(), [b"", b"x" * 508, b"x" * 516, b"x" * 256]),
+        (MinHashBackend(num_perm=64), [b"x" * 512, b"x" * 255]),
+        (SpotSigsBackend(), [b"x", b"x" * 7, b"x" * 9, b"x" * 17]),
     ],
     ids=["exact", "simhash", "minhash", "minhash64", "spotsigs"],
 )
-def test_decode_rejects_wrong_lengths(method: Method, bad: list[bytes]) -> None:
+def test_decode_rejects_wrong_lengths(method: Backend, bad: list[bytes]) -> None:
     for data in bad:
         with pytest.raises(ValueError, match="signature"):
             method.decode(data)
 
 
 def test_spotsigs_decodes_the_empty_set() -> None:
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     assert len(method.decode(b"")) == 0
     assert method.bucket_keys(method.decode(b"")) == []
 
 
 def test_encodings_are_little_endian() -> None:
-    assert SimHashMethod().encode(1) == b"\x01" + b"\x00" * 7
-    assert SimHashMethod().decode(b"\x00" * 7 + b"\x80") == 1 << 63
-    assert SpotSigsMethod().encode(np.array([2], dtype=np.uint64)) == b"\x02" + b"\x00" * 7
+    assert SimHashBackend().encode(1) == b"\x01" + b"\x00" * 7
+    assert SimHashBackend().decode(b"\x00" * 7 + b"\x80") == 1 << 63
+    assert SpotSigsBackend().encode(np.array([2], dtype=np.uint64)) == b"\x02" + b"\x00" * 7
 
 
 # -- exact -----------------------------------------------------------------------------------
 
 
 def test_exact_matches_normalised_copies_only() -> None:
-    method = ExactMethod()
+    method = ExactBackend()
     a = method.signature(Document("The Harbour  Bridge\nreopens."))
     b = method.signature(Document("ｔｈｅ harbour bridge REOPENS."))
     c = method.signature(Document("The harbour bridge reopened."))
@@ -198,7 +198,7 @@ def test_simhash_index_finds_exactly_the_fingerprints_within_k(
     family: tuple[int, int, list[int]], stranger: int
 ) -> None:
     k, blocks, fingerprints = family
-    method = SimHashMethod(k=k, blocks=blocks)
+    method = SimHashBackend(k=k, blocks=blocks)
 
     # 1) Everything added, then every fingerprint (and a random one) queried.
     index = Index(method, MemoryBucketStore())
@@ -228,7 +228,7 @@ def test_simhash_index_finds_exactly_the_fingerprints_within_k(
 @pytest.mark.parametrize("extra", [1, 2, 3])
 @pytest.mark.parametrize("k", range(1, 8))
 def test_simhash_worst_case_one_flip_in_each_of_k_blocks(k: int, extra: int) -> None:
-    method = SimHashMethod(k=k, blocks=k + extra)
+    method = SimHashBackend(k=k, blocks=k + extra)
     rng = random.Random(k)
     blocks = block_masks(k + extra)
     for _ in range(50):
@@ -246,20 +246,20 @@ def test_simhash_worst_case_one_flip_in_each_of_k_blocks(k: int, extra: int) -> 
 
 
 def test_simhash_similarity_and_buckets() -> None:
-    method = SimHashMethod(k=3)
+    method = SimHashBackend(k=3)
     assert method.similarity(0, 0b111) == 1 - 3 / 64
     assert method.similarity(0, 0b1111) is None
     assert method.similarity(2**64 - 1, 2**64 - 1) == 1.0
     keys = method.bucket_keys(0xDEADBEEF_CAFEBABE)
     assert len(keys) == len(set(keys)) == 10  # one bucket per pair of the 5 blocks
-    keys = SimHashMethod(k=3, blocks=4).bucket_keys(0xDEADBEEF_CAFEBABE)
+    keys = SimHashBackend(k=3, blocks=4).bucket_keys(0xDEADBEEF_CAFEBABE)
     assert len(keys) == len(set(keys)) == 4  # one bucket per block, blocks kept apart
     with pytest.raises(ValueError, match="blocks"):
-        SimHashMethod(k=3, blocks=3)
+        SimHashBackend(k=3, blocks=3)
 
 
 def test_simhash_signatures_of_texts() -> None:
-    method = SimHashMethod()
+    method = SimHashBackend()
     a = method.signature(Document(TEXT))
     assert a == method.signature(Document(TEXT.upper()))
     assert 0 <= a < 2**64
@@ -273,7 +273,7 @@ def test_simhash_signatures_of_texts() -> None:
 def test_simhash_fingerprints_the_prose_lines_only() -> None:
     """Menus, captions and link lists that extraction keeps in one copy and not in another
     are short lines: left out of the fingerprint, they no longer move it."""
-    from scrapy_neardup.algorithms.simhash import line_words, prose
+    from scrapy_neardup.backends.simhash import line_words, prose
 
     rng = random.Random(5)
     vocab = [f"word{i}" for i in range(400)]
@@ -282,13 +282,13 @@ def test_simhash_fingerprints_the_prose_lines_only() -> None:
     wrapped = menus + "\n" + article + "\n" + menus[::-1]
     assert prose(Document(wrapped), 20).text == article
     assert prose(Document("too short\nfor prose"), 20).text == "too short\nfor prose"
-    method, whole = SimHashMethod(), SimHashMethod(lines=0)
+    method, whole = SimHashBackend(), SimHashBackend(lines=0)
     assert method.signature(Document(wrapped)) == method.signature(Document(article))
     assert _hamming(whole.signature(Document(wrapped)), whole.signature(Document(article))) > 0
     # Single words: the document's tokens less its short lines' are the prose's tokens.
     from collections import Counter
 
-    from scrapy_neardup.algorithms.simhash import prose_counts
+    from scrapy_neardup.backends.simhash import prose_counts
     from scrapy_neardup.text import ShingleSpec
 
     mixed = wrapped + "\n北京是中国的首都\n" + "我们的工作是在北京完成的，" * 20
@@ -299,14 +299,14 @@ def test_simhash_fingerprints_the_prose_lines_only() -> None:
     assert line_words("one two three") == 3
     assert line_words("我们的工作是在北京完成的") == 6  # a word per two CJK characters
     with pytest.raises(ValueError, match="lines"):
-        SimHashMethod(lines=-1)
+        SimHashBackend(lines=-1)
 
 
 # -- SpotSigs --------------------------------------------------------------------------------
 
 
 def test_spotsigs_english_chains() -> None:
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     assert method.spots(Document("The quick brown fox jumps over the lazy dog.").tokens) == [
         ("the", "quick", "brown"),
         ("the", "lazy", "dog"),  # "over" is a stopword: skipped in chains
@@ -319,7 +319,7 @@ def test_spotsigs_english_chains() -> None:
         ("that", "cat", "sat"),
         ("the", "cat", "sat"),
     ]
-    assert SpotSigsMethod(chain=1).spots(Document("the cat sat on a mat").tokens) == [
+    assert SpotSigsBackend(chain=1).spots(Document("the cat sat on a mat").tokens) == [
         ("the", "cat"),
         ("on", "mat"),
         ("a", "mat"),
@@ -328,7 +328,7 @@ def test_spotsigs_english_chains() -> None:
 
 
 def test_spotsigs_chinese_chains() -> None:
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     assert method.spots(Document("我们的工作是在北京完成的。").tokens) == [
         ("我们", "工作", "北京"),
         ("的", "工作", "北京"),
@@ -338,7 +338,7 @@ def test_spotsigs_chinese_chains() -> None:
 
 
 def test_spotsigs_signature_is_sorted_unique_hashes() -> None:
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     sig = method.signature(Document("the cat sat. the cat sat. the dog ran far"))
     assert sig.dtype == np.uint64
     assert len(sig) == 2  # "the cat sat" twice, "the dog ran"
@@ -347,9 +347,9 @@ def test_spotsigs_signature_is_sorted_unique_hashes() -> None:
 
 
 def test_spotsigs_prefix_length() -> None:
-    method = SpotSigsMethod(threshold=0.5)
+    method = SpotSigsBackend(threshold=0.5)
     assert [method.prefix_length(n) for n in range(6)] == [0, 1, 2, 2, 3, 3]
-    assert SpotSigsMethod(threshold=1.0).prefix_length(10) == 1
+    assert SpotSigsBackend(threshold=1.0).prefix_length(10) == 1
     assert len(method.bucket_keys(np.arange(10, dtype=np.uint64))) == 10  # posted under all
     assert method.probe_count(np.arange(10, dtype=np.uint64)) == 6
 
@@ -357,7 +357,7 @@ def test_spotsigs_prefix_length() -> None:
 def test_spotsigs_does_not_read_the_lists_of_frequent_spots() -> None:
     """Spots every document has ("the united states") must not make every query verify the
     whole index: the shortest posting lists are probed first."""
-    method = SpotSigsMethod(threshold=0.5)
+    method = SpotSigsBackend(threshold=0.5)
     store = MemoryBucketStore()
     frequent = np.arange(1, 9, dtype=np.uint64)  # 8 spots shared by every document
     for i in range(200):
@@ -416,7 +416,7 @@ def test_spotsigs_prefix_filter_finds_exactly_the_sets_at_or_above_threshold(
     family: tuple[float, list[set[int]]],
 ) -> None:
     threshold, sets = family
-    method = SpotSigsMethod(threshold=threshold, min_spots=1)  # the pruning, on sets of any size
+    method = SpotSigsBackend(threshold=threshold, min_spots=1)  # the pruning, on sets of any size
     t = Fraction(str(threshold))
     signatures = [np.array(sorted(s), dtype=np.uint64) for s in sets]
 
@@ -445,7 +445,7 @@ def test_spotsigs_prefix_filter_finds_exactly_the_sets_at_or_above_threshold(
 def test_spotsigs_too_few_spots_never_match() -> None:
     """Pages in languages without the antecedents have a handful of spots: one shared line
     must not make two of them near-duplicates."""
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     few = np.arange(1, 10, dtype=np.uint64)
     assert method.bucket_keys(few) == []
     assert method.similarity(few, few) is None
@@ -454,7 +454,7 @@ def test_spotsigs_too_few_spots_never_match() -> None:
 
 
 def test_spotsigs_empty_signatures_never_match() -> None:
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     empty = np.empty(0, dtype=np.uint64)
     assert method.similarity(empty, empty) is None
     index = Index(method, MemoryBucketStore())
@@ -463,7 +463,7 @@ def test_spotsigs_empty_signatures_never_match() -> None:
 
 
 def test_spotsigs_threshold_boundary_with_inexact_float() -> None:
-    method = SpotSigsMethod(threshold=0.55)
+    method = SpotSigsBackend(threshold=0.55)
     large = np.arange(1, 101, dtype=np.uint64) * np.uint64(7919)
     small = large[45:]  # a subset: Jaccard = 55 / 100 = 0.55 exactly
     index = Index(method, MemoryBucketStore())
@@ -475,7 +475,7 @@ def test_spotsigs_threshold_boundary_with_inexact_float() -> None:
 
 
 class _Shingled:
-    """Stands in for a Document: MinHashMethod.signature only asks for its shingle hashes."""
+    """Stands in for a Document: MinHashBackend.signature only asks for its shingle hashes."""
 
     def __init__(self, hashes: set[int]) -> None:
         self.hashes = np.array(sorted(hashes), dtype=np.uint64)
@@ -513,7 +513,7 @@ def test_minhash_finds_pairs_well_above_threshold(
     family: tuple[set[int], list[tuple[set[int], Fraction]]],
 ) -> None:
     base, others = family
-    method = MinHashMethod()
+    method = MinHashBackend()
     index = Index(method, MemoryBucketStore())
     base_sig = method.signature(_Shingled(base))
     assert index.query_and_add_signature("base", base_sig) == []
@@ -531,7 +531,7 @@ def test_minhash_finds_pairs_well_above_threshold(
 
 def test_minhash_estimate_tracks_jaccard() -> None:
     rng = random.Random(5)
-    method = MinHashMethod()
+    method = MinHashBackend()
     base = set(rng.sample(range(2**32), 2000))
     for target in (0.3, 0.5, 0.7, 0.9):
         kept = round(target * 2000)
@@ -548,7 +548,7 @@ def test_minhash_signature_is_datasketchs_bit_for_bit(num_perm: int, size: int) 
 
     rng = random.Random(size)
     shingles = {rng.getrandbits(64) for _ in range(size)}
-    method = MinHashMethod(num_perm=num_perm, seed=7)
+    method = MinHashBackend(num_perm=num_perm, seed=7)
     plain = MinHash(num_perm=num_perm, seed=7, scheme="affine32", hashfunc=lambda v: v & 0xFFFFFFFF)
     plain.update_batch(sorted(shingles))
     assert np.array_equal(method.signature(_Shingled(shingles)), plain.hashvalues)
@@ -557,15 +557,15 @@ def test_minhash_signature_is_datasketchs_bit_for_bit(num_perm: int, size: int) 
 def test_the_bandings_written_out_are_datasketchs() -> None:
     from datasketch import MinHashLSH
 
-    from scrapy_neardup.algorithms.minhash import _BANDINGS, _DEFAULT_WEIGHTS
+    from scrapy_neardup.backends.minhash import _BANDINGS, _DEFAULT_WEIGHTS
 
     for (threshold, num_perm), banding in _BANDINGS.items():
         lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, weights=_DEFAULT_WEIGHTS)
         assert (lsh.b, lsh.r) == banding, (threshold, num_perm)
-        assert MinHashMethod(threshold=threshold, num_perm=num_perm).prepared() == banding
+        assert MinHashBackend(threshold=threshold, num_perm=num_perm).prepared() == banding
     # Not written out: asked of datasketch, as before.
     lsh = MinHashLSH(threshold=0.45, num_perm=128, weights=_DEFAULT_WEIGHTS)
-    assert MinHashMethod(threshold=0.45).prepared() == (lsh.b, lsh.r)
+    assert MinHashBackend(threshold=0.45).prepared() == (lsh.b, lsh.r)
 
 
 @pytest.mark.parametrize("seed", [1, 7, 2**31])
@@ -574,7 +574,7 @@ def test_minhash_permutations_are_datasketchs(num_perm: int, seed: int) -> None:
     """Drawn without datasketch, they are the ones its ``affine32`` MinHash draws."""
     from datasketch import MinHash
 
-    a, b = MinHashMethod(num_perm=num_perm, seed=seed)._affine()
+    a, b = MinHashBackend(num_perm=num_perm, seed=seed)._affine()
     want = MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations
     assert a.dtype == b.dtype == np.uint32
     assert np.array_equal(a, want[0]) and np.array_equal(b, want[1])
@@ -587,9 +587,9 @@ def test_a_minhash_signature_needs_no_datasketch() -> None:
 
     script = (
         "import sys\n"
-        "from scrapy_neardup.algorithms.minhash import MinHashMethod\n"
+        "from scrapy_neardup.backends.minhash import MinHashBackend\n"
         "from scrapy_neardup.text import Document\n"
-        f"MinHashMethod().signature(Document({TEXT!r}))\n"
+        f"MinHashBackend().signature(Document({TEXT!r}))\n"
         "print('datasketch' in sys.modules, 'scipy' in sys.modules)\n"
     )
     out = subprocess.run(
@@ -601,7 +601,7 @@ def test_a_minhash_signature_needs_no_datasketch() -> None:
 
 @pytest.mark.parametrize("num_perm", [64, 256])
 def test_minhash_other_num_perm(num_perm: int) -> None:
-    method = MinHashMethod(num_perm=num_perm)
+    method = MinHashBackend(num_perm=num_perm)
     sig = method.signature(Document(TEXT))
     assert len(sig) == num_perm
     assert len(method.encode(sig)) == 4 * num_perm
@@ -609,10 +609,10 @@ def test_minhash_other_num_perm(num_perm: int) -> None:
 
 
 def test_minhash_bands_and_signatures() -> None:
-    method = MinHashMethod()
+    method = MinHashBackend()
     assert method.bands * method.rows <= method.num_perm
     assert (method.bands, method.rows) == (32, 4)  # datasketch's optimum for 0.4 / 128
-    assert (MinHashMethod(threshold=0.5).bands, MinHashMethod(threshold=0.5).rows) == (25, 5)
+    assert (MinHashBackend(threshold=0.5).bands, MinHashBackend(threshold=0.5).rows) == (25, 5)
     sig = method.signature(Document(TEXT))
     assert sig.dtype == np.uint32
     assert len(sig) == 128
@@ -624,11 +624,11 @@ def test_minhash_bands_and_signatures() -> None:
     # Band keys differ per band even for equal band contents.
     same = np.zeros(128, dtype=np.uint32)
     assert len(set(method.bucket_keys(same))) == method.bands
-    assert MinHashMethod(bands=(16, 8)).bands == 16
+    assert MinHashBackend(bands=(16, 8)).bands == 16
 
 
 def test_minhash_text_near_duplicates() -> None:
-    method = MinHashMethod()
+    method = MinHashBackend()
     words = TEXT.split()
     edited = " ".join("ferry" if i == 20 else w for i, w in enumerate(words))
     a, b = method.signature(Document(TEXT)), method.signature(Document(edited))
@@ -659,7 +659,7 @@ def test_a_state_from_before_the_new_defaults_resumes_with_the_old_settings(
     from scrapy_neardup.deduplicator import Deduplicator
     from scrapy_neardup.exceptions import StateError
 
-    old = Deduplicator(make_method(backend, **before))
+    old = Deduplicator(make_backend(backend, **before))
     assert not ({"lines", "anchors"} & set(old.near.method.backend.params()))
     old.check("https://a.example/1", TEXT)
     config = NearDupConfig.from_settings({"NEARDUP_BACKEND": backend, **settings})

@@ -182,12 +182,12 @@ def test_the_command_line_cases_cover_every_setting_of_the_readme() -> None:
 def test_backend_params_from_a_json_string_reach_the_method() -> None:
     settings = cmdline(NEARDUP_BACKEND_PARAMS='{"num_perm": 256}', NEARDUP_THRESHOLD="0.6")
     c = NearDupConfig.from_settings(settings)
-    assert c.method_params() == {"num_perm": 256, "threshold": 0.6}
+    assert c.backend_kwargs() == {"num_perm": 256, "threshold": 0.6}
     assert backend_from_config(c).num_perm == 256
     c = NearDupConfig.from_settings(
         cmdline(NEARDUP_BACKEND="simhash", NEARDUP_BACKEND_PARAMS='{"k": 5}')
     )
-    assert c.method_params() == {"k": 5}  # the explicit option beats NEARDUP_SIMHASH_K
+    assert c.backend_kwargs() == {"k": 5}  # the explicit option beats NEARDUP_SIMHASH_K
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.request import RequestFingerprinter
 from xxhash import xxh3_128_digest
 
-from scrapy_neardup.algorithms.base import Match
+from scrapy_neardup.backends.base import Match
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, NearDupError
@@ -96,7 +96,7 @@ class NearDupState:
         self.urls: Any
         spec = SignerSpec(
             config.backend,
-            tuple(sorted({**config.method_params(), **config.verify_params()}.items())),
+            tuple(sorted({**config.backend_kwargs(), **config.verify_params()}.items())),
             config.min_tokens,
             config.max_text_chars,
         )

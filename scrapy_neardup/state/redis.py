@@ -63,7 +63,7 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
-from scrapy_neardup.algorithms.base import Match
+from scrapy_neardup.backends.base import Match
 from scrapy_neardup.components import component_enabled
 from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError

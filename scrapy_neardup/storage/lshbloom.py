@@ -27,7 +27,7 @@ from typing import Any
 
 from xxhash import xxh3_128_digest
 
-from scrapy_neardup.algorithms.base import Verifier
+from scrapy_neardup.backends.base import Verifier
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.memory import MemoryBucketStore
 
@@ -107,7 +107,7 @@ class LSHBloomStore:
     def _add(self, key: str, signature: Any, buckets: list[int]) -> bool:
         """Adds; returns whether a band of it was met before."""
         met = False
-        # Excerpt keys (algorithms/excerpts.py) find parts of the window's pages only: two
+        # Excerpt keys (backends/excerpts.py) find parts of the window's pages only: two
         # pages that share a paragraph are no copies, so their keys are no bands met.
         excerpts = getattr(self._codec, "excerpt_keys", None)
         skip = set(excerpts(signature)) if excerpts is not None else set()

@@ -3,7 +3,7 @@
 A Python dict of buckets costs 70-100 bytes per posting (bucket -> key) and every key and
 signature is its own object, so the index used to take ~3.6 KB per document for MinHash (whose
 signature is 512 bytes) and 9-11 KB for SpotSigs, and the phrase filter that verifies
-candidates (``algorithms/containment.py``, about 1 KB a page) came on top. Here nothing per
+candidates (``backends/containment.py``, about 1 KB a page) came on top. Here nothing per
 document is a Python object:
 
 * documents get dense integer ids (insertion order, so ``items()`` keeps it);
@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from scrapy_neardup.algorithms.base import Verifier
+from scrapy_neardup.backends.base import Verifier
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from scrapy_neardup.algorithms.base import Verifier
+from scrapy_neardup.backends.base import Verifier
 from scrapy_neardup.exceptions import StateError
 
 # ``redis`` through redis_client: without the package, that import says what to install.
@@ -107,7 +107,7 @@ def _unpack_doc(data: bytes) -> tuple[str, bytes]:
 
 
 class RedisBucketStore:
-    """A :class:`~scrapy_neardup.algorithms.base.BucketStore` in Redis, safe for many writers.
+    """A :class:`~scrapy_neardup.backends.base.BucketStore` in Redis, safe for many writers.
 
     ``codec`` is the method (its ``encode``/``decode``); nothing else of it is used. See the
     module docstring for the keys and for why :meth:`query_and_add` never lets two processes

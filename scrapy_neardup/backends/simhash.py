@@ -14,7 +14,7 @@ buckets per document at k=3), which keeps buckets nearly empty up to tens of mil
 What the defaults catch: the expected Hamming distance of two SimHashes is 64 * theta / pi
 for the angle theta between their feature vectors, so k=3 needs a cosine of about 0.99 and
 k=6 about 0.96. Fingerprints are only candidates: every pair within k bits is verified by
-containment (:mod:`scrapy_neardup.algorithms.containment`), which is what allows a k this
+containment (:mod:`scrapy_neardup.backends.containment`), which is what allows a k this
 large. Before verification, k=3 on word bigrams was the widest safe setting: weighted single
 words let function words dominate, and on the documentation of Debian's ``sphinx-doc`` the
 index-by-letter pages came within 3 bits of each other at a true Jaccard of 0.02-0.05. With
@@ -144,7 +144,7 @@ def prose_counts(doc: Document, min_words: int, spec: ShingleSpec) -> dict[str, 
     return {word: n for word, n in counts.items() if n > 0}
 
 
-class SimHashMethod:
+class SimHashBackend:
     """64-bit SimHash; a match is a Hamming distance of at most ``k``."""
 
     name = "simhash"
@@ -208,7 +208,7 @@ class SimHashMethod:
         ]
 
     def hamming_key(self, signature: int) -> int:
-        """The store's screen (see algorithms/base.py): the fingerprint itself."""
+        """The store's screen (see backends/base.py): the fingerprint itself."""
         return signature
 
     @property

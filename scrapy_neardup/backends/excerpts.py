@@ -1,7 +1,7 @@
 """Excerpt keys: buckets that propose a kept page for any long enough run of its words.
 
 An excerpt (a teaser, a quoted section, a tenth of a longer kept page) is contained in its
-source, and containment (``algorithms/containment.py``) would drop it; but its Jaccard
+source, and containment (``backends/containment.py``) would drop it; but its Jaccard
 similarity with the source is 0.02-0.4, so MinHash's bands (tuned at Jaccard 0.4-0.5) and
 SpotSigs's similarity never propose the pair. These keys do, whatever the length ratio.
 
@@ -23,7 +23,7 @@ candidate for every other. Three guards keep checks cheap, and such a page kept:
   a page are exempt: an excerpt is cut there). A page whose extraction missed its article
   and kept its template's related-stories list is then proposed for no page of that site;
 * a key whose shingle lies wholly in lines the site repeats on kept pages
-  (``Phrases.ignore``, :class:`~scrapy_neardup.algorithms.containment.SiteLines`) is left
+  (``Phrases.ignore``, :class:`~scrapy_neardup.backends.containment.SiteLines`) is left
   out: a page is proposed by its own text, never by its template;
 * a key already posted by ``FULL`` (8) kept pages is neither posted nor queried again: a
   bucket that full says nothing (text in 8 kept pages is boilerplate, or is found through the

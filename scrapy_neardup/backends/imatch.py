@@ -25,7 +25,7 @@ bundled lexicon that never moves: the ``wordfreq`` package's "large" word freque
 set of languages (a word's Zipf value, ``log10`` of its frequency per billion words, is a
 decreasing function of its IDF, so a band of IDF is a band of Zipf values). A word listed in
 several languages takes its highest frequency: common in any language is a function word.
-Its version is in :meth:`IMatchMethod.params`, so state saved with other word lists is
+Its version is in :meth:`IMatchBackend.params`, so state saved with other word lists is
 refused. Limits: words the lexicon lacks (names, numbers, new words, typos) never count, and
 a page in a language outside it has only such words, hence an empty signature, hence exact
 matching only. Chinese words are looked up as jieba segments them; traditional characters
@@ -178,7 +178,7 @@ def build_lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:
     return Lexicon(all_hashes[first], all_zipf[first])
 
 
-class IMatchMethod:
+class IMatchBackend:
     """SHA-1 of the sorted unique mid-frequency terms, plus ``lexicons`` randomised ones;
     documents match when any one signature is equal."""
 

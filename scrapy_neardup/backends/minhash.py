@@ -74,7 +74,7 @@ def _fmix32(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> _S3)
 
 
-class MinHashMethod:
+class MinHashBackend:
     """Estimated Jaccard similarity of shingle sets; a match is at least ``threshold``."""
 
     name = "minhash"

@@ -5,8 +5,8 @@ similar signature must also appear, and scores two signatures. Where buckets and
 live (memory, Redis) and how a query-then-add is made atomic is the storage layer's job; the
 index in :mod:`scrapy_neardup.deduplicator` joins the two.
 
-A new backend is one module in this package implementing :class:`Method`, its name in
-``METHODS`` (``algorithms/__init__.py``), and one test module whose class subclasses
+A new backend is one module in this package implementing :class:`Backend`, its name in
+``BACKENDS`` (``backends/__init__.py``), and one test module whose class subclasses
 ``tests/backend_suite.py``'s ``BackendSuite``: memory and Redis storage, saved state, the
 ``NEARDUP_BACKEND`` and ``NEARDUP_THRESHOLD`` settings (for a constructor with a
 ``threshold``) and the accuracy evaluation then work without another line.
@@ -34,7 +34,7 @@ class Match:
 
 
 @runtime_checkable
-class Method(Protocol):
+class Backend(Protocol):
     """The maths of one backend. Signatures may be any object the method can encode."""
 
     name: str
@@ -55,7 +55,7 @@ class Method(Protocol):
         """Similarity of two signatures, or None when they do not match."""
 
     # Optional: ``estimate(a, b) -> float | None``, the similarity without the method's
-    # threshold, for candidates that containment verifies (algorithms/containment.py): a
+    # threshold, for candidates that containment verifies (backends/containment.py): a
     # copy of a page's core inside a larger page has a low Jaccard but is contained.
 
     # Optional: ``probe_count(signature) -> int``. A method that has it promises that a match

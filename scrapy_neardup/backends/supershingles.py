@@ -9,7 +9,7 @@ super-shingles agree. A bucket per combination of ``b`` super-shingles (Broder's
 "megashingles") makes every such pair share a bucket; the bucket match is the whole test.
 
 The min-hash values are those of the ``minhash`` backend (datasketch's ``affine32`` MinHash,
-bit for bit) over the same word 3-shingles, computed by :class:`MinHashMethod`.
+bit for bit) over the same word 3-shingles, computed by :class:`MinHashBackend`.
 
 The literature's parameters are ``m = 84, m' = 6, b = 2`` (Fetterly, Manasse, Najork and
 Wiener 2003; Henzinger 2006): 6 groups of 14 min-hashes, 15 buckets, a match rate of 3% at
@@ -48,14 +48,14 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from scrapy_neardup.algorithms.minhash import MinHashMethod
+from scrapy_neardup.backends.minhash import MinHashBackend
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
 _EMPTY_MINHASH = np.uint32(0xFFFFFFFF)  # what MinHash gives an empty shingle set
 _MAX_BUCKETS = 1024
 
 
-class SuperShinglesMethod:
+class SuperShinglesBackend:
     """``groups`` super-shingles of ``num_perm`` min-hashes; a match shares at least ``b``."""
 
     name = "supershingles"
@@ -79,8 +79,8 @@ class SuperShinglesMethod:
                 f"supershingles groups={groups}, b={b} gives {comb(groups, b)} buckets per "
                 f"document (at most {_MAX_BUCKETS})"
             )
-        # MinHashMethod validates num_perm and shingles; its threshold and banding are unused.
-        self.minhash = MinHashMethod(num_perm=num_perm, shingles=shingles, seed=seed)
+        # MinHashBackend validates num_perm and shingles; its threshold and banding are unused.
+        self.minhash = MinHashBackend(num_perm=num_perm, shingles=shingles, seed=seed)
         self.num_perm = num_perm
         self.groups = groups
         self.b = b

@@ -65,7 +65,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import xxhash
 
-from scrapy_neardup.algorithms.excerpts import Excerpts, Stored
+from scrapy_neardup.backends.excerpts import Excerpts, Stored
 from scrapy_neardup.text import Document, ShingleSpec, normalize, token_starts
 
 COVERAGE = 0.9
@@ -496,7 +496,7 @@ class Verified:
             self._default_similarity() if similarity is None else _unit("similarity", similarity)
         )
         self._estimate = getattr(backend, "estimate", backend.similarity)
-        self.excerpts = Excerpts()  # excerpt keys beside the backend's (algorithms/excerpts.py)
+        self.excerpts = Excerpts()  # excerpt keys beside the backend's (backends/excerpts.py)
         if hasattr(backend, "probe_count"):  # the engine asks it of a whole signature
             self.probe_count = lambda signature: (
                 backend.probe_count(signature[0]) + len(self.excerpts.keys(signature))
@@ -564,7 +564,7 @@ class Verified:
         """None when the candidate is neither a copy, related nor near."""
         similarity = self._estimate(new[0], kept[0])
         if similarity is None:  # screened out by the backend: an excerpt is far below it,
-            # and verified when it shares half its excerpt fingerprints (algorithms/excerpts.py)
+            # and verified when it shares half its excerpt fingerprints (backends/excerpts.py)
             if not self.excerpts.shared(new, kept):
                 return None
             similarity = 0.0

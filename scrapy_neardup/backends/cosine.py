@@ -163,7 +163,7 @@ def optimal_bands(
     raise ValueError(f"cosine threshold {threshold} is too low for banding")  # pragma: no cover
 
 
-class CosineMethod:
+class CosineBackend:
     """Random-hyperplane signatures of term vectors; a match is an estimated cosine of at
     least ``threshold``."""
 

@@ -71,7 +71,7 @@ _ANCHOR = "\x00"  # marks the antecedent of an anchored spot (a page in no known
 CANDIDATE_FLOOR = 0.2
 
 
-class SpotSigsMethod:
+class SpotSigsBackend:
     """Jaccard similarity of spot-signature sets; a match is at least ``threshold``."""
 
     name = "spotsigs"

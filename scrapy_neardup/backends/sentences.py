@@ -123,7 +123,7 @@ class SentencesSignature(NamedTuple):
     length: int  # characters of the document's words
 
 
-class SentencesMethod:
+class SentencesBackend:
     """Hash of the ``n`` longest sentences plus a length guard."""
 
     name = "sentences"
