@@ -29,6 +29,7 @@ from scrapy_neardup.backends.containment import (
 )
 from scrapy_neardup.backends.exact import ExactBackend
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.settings import DECISION_SETTINGS, default
 from scrapy_neardup.state_format import (
     Member,
     iter_state,
@@ -39,7 +40,8 @@ from scrapy_neardup.state_format import (
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 
-DEFAULT_MIN_TOKENS = 50
+#: Texts with fewer tokens are matched exactly only (``NEARDUP_MIN_TOKENS``).
+DEFAULT_MIN_TOKENS: int = default("NEARDUP_MIN_TOKENS")
 
 
 class Index:
@@ -528,17 +530,6 @@ class Deduplicator:
         self.counts.update(counts)
 
 
-#: The decision's parameters (Verified.params()["verify"]) and the settings that give them.
-DECISION_SETTINGS = {
-    "decision": ("NEARDUP_DECISION", "contained"),
-    "coverage": ("NEARDUP_CONTAINED_WORDS", 0.9),
-    "shingles": ("NEARDUP_CONTAINED_SHINGLES", 0.8),
-    "related": ("NEARDUP_RELATED", 0.8),
-    "similarity": ("NEARDUP_SIMILARITY", None),
-    "similar_shingles": ("NEARDUP_SIMILARITY_SHINGLES", 2),
-}
-
-
 def _check_decision(meta: dict[str, Any], expected: dict[str, Any]) -> None:
     """A state decided with other thresholds refuses to resume, naming the setting: its
     kept documents and clusters were chosen by them (and the similar rule's shingles are in
@@ -547,8 +538,8 @@ def _check_decision(meta: dict[str, Any], expected: dict[str, Any]) -> None:
     wanted = expected["params"].get("verify")
     if not isinstance(saved, dict) or not isinstance(wanted, dict):
         return
-    for key, (setting, default) in DECISION_SETTINGS.items():
-        was, now = saved.get(key, default), wanted.get(key, default)
+    for key, (setting, unset) in DECISION_SETTINGS.items():
+        was, now = saved.get(key, unset), wanted.get(key, unset)
         if was != now:
             raise StateError(
                 f"state was written with {setting}={was!r} (unset: the default), configured "
