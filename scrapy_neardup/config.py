@@ -221,7 +221,7 @@ def _key_prefix(settings: BaseSettings) -> str | None:
 
 
 def _init_params(cls: type) -> set[str]:
-    """The constructor's parameter names: ``NEARDUP_THRESHOLD`` goes to every method that
+    """The constructor's parameter names: ``NEARDUP_THRESHOLD`` goes to every backend that
     takes a ``threshold``, so a new backend needs no line here."""
     return set(inspect.signature(cls).parameters)
 
@@ -322,7 +322,7 @@ class NearDupConfig:
     debug: bool = field(default_factory=_table("NEARDUP_DEBUG"))
 
     def backend_kwargs(self) -> dict[str, Any]:
-        """Constructor arguments of the configured method."""
+        """Constructor arguments of the configured backend."""
         params = dict(self.backend_params)
         if self.backend == "simhash":
             params.setdefault("k", self.simhash_k)

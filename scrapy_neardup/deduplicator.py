@@ -45,9 +45,9 @@ DEFAULT_MIN_TOKENS: int = default("NEARDUP_MIN_TOKENS")
 
 
 class Index:
-    """One method over one store: query, add, or both at once (atomically, in the store).
+    """One backend over one store: query, add, or both at once (atomically, in the store).
 
-    A method with a ``check`` (:class:`~scrapy_neardup.backends.containment.Verified`)
+    A backend with a ``check`` (:class:`~scrapy_neardup.backends.containment.Verified`)
     tells copies from related documents; :meth:`search` returns both.
     """
 
@@ -91,7 +91,7 @@ class Index:
         return verify
 
     def _probe(self, signature: Any) -> dict[str, int]:
-        """``probe=`` for the store, only for methods that have it (see backends.base)."""
+        """``probe=`` for the store, only for backends that have it (see backends.base)."""
         return {} if self._probe_count is None else {"probe": self._probe_count(signature)}
 
     def search(
@@ -209,8 +209,8 @@ def best_match(matches: Iterable[Match]) -> Match:
     return max(matches, key=lambda m: (m.containment, m.similarity))
 
 
-#: A store for an index: its name ("exact" or the method's) and the codec of its signatures
-#: (the method whose ``encode``/``decode`` a store that serialises must use).
+#: A store for an index: its name ("exact" or the backend's) and the codec of its signatures
+#: (the backend whose ``encode``/``decode`` a store that serialises must use).
 StoreFactory = Callable[[str, Backend], BucketStore]
 
 
@@ -223,10 +223,10 @@ class Deduplicator:
 
     Documents with fewer than ``min_tokens`` tokens are matched exactly only (and counted as
     ``short``): SimHash and MinHash estimates are unreliable on a handful of words. The
-    method's candidates are verified (:class:`~scrapy_neardup.backends.containment.Verified`):
+    backend's candidates are verified (:class:`~scrapy_neardup.backends.containment.Verified`):
     ``decision`` says which rule drops, ``"contained"`` (``contained_words``,
     ``contained_shingles``) or ``"similar"`` (``similarity``, ``similar_shingles``; with a
-    method named by a string, its candidate threshold and shingles default to the ones that
+    backend named by a string, its candidate threshold and shingles default to the ones that
     propose what the rule accepts); ``related`` is the share of a kept document's
     3-shingles a later one must hold to be recorded as related. ``containment`` (a dict of
     Verified's keyword arguments) is the older spelling of the same. A page whose words are
@@ -517,7 +517,7 @@ class Deduplicator:
             else:
                 index = indexes[kind]
                 if index is None:
-                    raise StateError("state holds signatures of a method that is not configured")
+                    raise StateError("state holds signatures of a backend that is not configured")
                 try:
                     entries.append((index, record[1], index.method.decode(record[2])))
                 except ValueError as exc:

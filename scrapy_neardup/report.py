@@ -253,7 +253,7 @@ def _content(
 
 def _histogram(values: list[float], bins: int = 10) -> dict[str, int]:
     """Counts in ``bins`` equal bins from the lowest similarity (rounded down to 0.05) to 1,
-    so that a method whose matches all lie above 0.95 (SimHash) still shows a shape."""
+    so that a backend whose matches all lie above 0.95 (SimHash) still shows a shape."""
     if not values:
         return {}
     start = min(math.floor(min(values) * 20) / 20, 0.95)

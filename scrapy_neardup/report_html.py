@@ -7,7 +7,7 @@ alignment is :class:`difflib.SequenceMatcher` over words (Ratcliff/Obershelp "ge
 matching, as in Python's ``difflib``); a shared run shorter than :data:`MIN_SHARED` words
 inside a changed passage is shown as changed, so that "the" and "of" do not speckle it.
 
-Beside the method and the similarity the engine reported, each drop shows its
+Beside the backend and the similarity the engine reported, each drop shows its
 **containment** and **covered words**, computed here, exactly, from the kept texts, by the
 function whose approximation decided the drop
 (:func:`scrapy_neardup.backends.containment.text_coverage`: words as the plugin reads them,

@@ -35,7 +35,7 @@ BACKENDS: dict[str, type] = {
 
 
 def make_backend(name: str, **params: Any) -> Backend:
-    """The method called ``name`` with ``params``; a clear error for unknown names."""
+    """The backend called ``name`` with ``params``; a clear error for unknown names."""
     try:
         cls = BACKENDS[name]
     except KeyError:

@@ -227,7 +227,7 @@ def phrases_of(doc: Document) -> Phrases:
     return Phrases(bits, size, hashes, count, sequence, *lines)
 
 
-#: The candidate search of the "similar" decision, where the method's own default would not
+#: The candidate search of the "similar" decision, where the backend's own default would not
 #: propose the pairs it accepts (MinHash's bands on 3-shingles at 0.4 miss a 20 % reprint,
 #: whose word-set Jaccard is ~0.5): the bands on the rule's own shingles, at a threshold
 #: below the rule's (evaluation/ACCURACY.md).
@@ -235,7 +235,7 @@ SIMILAR_CANDIDATES = 0.3
 
 
 def candidate_params(method: str, decision: str, similar_shingles: int | None = None) -> dict:
-    """Default method parameters for a decision: for "similar", MinHash bands over the
+    """Default backend parameters for a decision: for "similar", MinHash bands over the
     rule's shingles at :data:`SIMILAR_CANDIDATES`; nothing otherwise."""
     if decision != "similar" or method != "minhash":
         return {}
@@ -464,7 +464,7 @@ class Verified:
       false positives, which are subtracted) at least ``similarity``; for simhash, a
       Hamming distance within ``64 * (1 - similarity)`` bits (default 3, Manku's; the
       index's ``k`` must reach it); for cosine, its cosine estimate (2048 hyperplanes) at
-      least ``similarity`` (default: the method's threshold).
+      least ``similarity`` (default: the backend's threshold).
 
     A pair the other rule holds is ``near`` (kept, recorded beside the kept one).
     """

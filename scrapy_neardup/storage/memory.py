@@ -9,7 +9,7 @@ document is a Python object:
 * documents get dense integer ids (insertion order, so ``items()`` keeps it);
 * keys are UTF-8 in one byte buffer with offsets, found by an open-addressing table of ids
   (linear probing on xxh3 of the key, load <= 0.7);
-* signatures: with a ``codec`` (the method, as the engine's store factory gives it), its
+* signatures: with a ``codec`` (the backend, as the engine's store factory gives it), its
   ``encode`` bytes go to an unlinked temporary file (:class:`_SignatureFile`) and are read
   back, and decoded, only to verify a candidate: a few per page, at a few microseconds each
   from the OS's cache. Without one (tests, the index benchmark), 1-D numpy arrays or bytes
@@ -326,7 +326,7 @@ class MemoryBucketStore:
 
     def __init__(self, flush: int = FLUSH, codec: Any = None) -> None:
         """``flush``: postings kept in a dict before they become a sorted run (tests lower
-        it); ``codec``: the method whose ``encode``/``decode`` pack signatures."""
+        it); ``codec``: the backend whose ``encode``/``decode`` pack signatures."""
         self._codec = codec
         self._lock = threading.Lock()
         self._n = 0
@@ -339,7 +339,7 @@ class MemoryBucketStore:
         self._objects: dict[int, Any] = {}
         self._file: _SignatureFile | None = None  # with a codec: the signatures, on disk
         self._postings = _Postings(flush)
-        # A method with a Hamming key (SimHash's fingerprint): 8 bytes a document in memory,
+        # A backend with a Hamming key (SimHash's fingerprint): 8 bytes a document in memory,
         # so that a candidate too many bits away is rejected without reading its signature.
         self._hamming = getattr(codec, "hamming_key", None)
         self._limit = getattr(codec, "hamming_limit", 0)

@@ -22,7 +22,7 @@ that on Redis Cluster it lives in one slot, and a crawl's parts spread over the 
     {p}:neardup:counts                 HASH  counters (duplicates/<method>, late_duplicates)
     {p}:neardup:texts                  HASH  document key -> kept text (NEARDUP_KEEP_TEXT)
 
-``<index>`` is ``exact`` or the method's name. Signatures are the methods' own little-endian
+``<index>`` is ``exact`` or the backend's name. Signatures are the backends' own little-endian
 ``encode`` output: no pickle anywhere. Format 1 (before hash tags) had the same keys under
 ``p:neardup:``; a crawl finds them and stops with the command that deletes them.
 

@@ -109,7 +109,7 @@ def _unpack_doc(data: bytes) -> tuple[str, bytes]:
 class RedisBucketStore:
     """A :class:`~scrapy_neardup.backends.base.BucketStore` in Redis, safe for many writers.
 
-    ``codec`` is the method (its ``encode``/``decode``); nothing else of it is used. See the
+    ``codec`` is the backend (its ``encode``/``decode``); nothing else of it is used. See the
     module docstring for the keys and for why :meth:`query_and_add` never lets two processes
     both keep a near-duplicate pair.
     """
