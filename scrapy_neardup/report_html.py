@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from scrapy_neardup.backends.containment import LOSSY_BELOW, Coverage, text_coverage
+from scrapy_neardup.backends.containment import LOSSY_BELOW, Coverage, lossy, text_coverage
 from scrapy_neardup.state_format import Member
 from scrapy_neardup.storage.texts import TEXTS_FILE, read_texts, redis_key, redis_texts
 from scrapy_neardup.text import CJK_CHARS
@@ -292,11 +292,11 @@ def _drop(member: Member, anchor: str, kept: str | None, dropped: str | None) ->
     if kept is not None and dropped is not None:
         found: Coverage | None = text_coverage(dropped, kept)
         if found is not None:
-            lossy = found.shingles < LOSSY_BELOW
+            lost = lossy(found)
             figures.append(
-                f'containment <b class="{"lossy" if lossy else "contained"}">'
+                f'containment <b class="{"lossy" if lost else "contained"}">'
                 f"{found.shingles:.3f}</b>"
-                + (" (lossy: the dropped text is mostly not in the kept one)" if lossy else "")
+                + (" (lossy: the dropped text is mostly not in the kept one)" if lost else "")
             )
             figures.append(f"covered words <b>{found.words:.3f}</b>")
         left, right = marked(kept, dropped)
