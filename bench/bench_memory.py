@@ -20,7 +20,7 @@ For MinHash, also the LSHBloom index (``NEARDUP_INDEX = "lshbloom"``, its defaul
 Then the bytes per document in Redis (``INFO memory``) for every backend, 2,000 documents
 checked through the Redis state on a redis-server of its own.
 
-Targets (issue 14): at 1M documents, MinHash <= 1 KB and SpotSigs <= 3 KB per document.
+Targets: at 1M documents, MinHash <= 1 KB and SpotSigs <= 3 KB per document.
 ``--quick`` (``bench/run --quick``): 100,000 documents.
 """
 
@@ -56,7 +56,7 @@ SIGNED = 400  # distinct real documents signed; the N indexed are redrawn from t
 
 
 class DictStore:
-    """The memory store before issue 14: a dict of buckets, a dict of signature objects."""
+    """The plain store to compare with: a dict of buckets, a dict of signature objects."""
 
     def __init__(self) -> None:
         self.buckets: dict[int, Any] = {}

@@ -88,7 +88,7 @@ PROPOSED = {
     "minhash": Config.of(
         "minhash", label="minhash word:2 0.3", threshold=0.3, num_perm=128, shingles="word:2"
     ),
-    # The defaults before issue 12's last round, for comparison.
+    # Earlier defaults of these backends, for comparison.
     "simhash": Config.of("simhash", label="simhash k=6 all lines", k=6, shingles="word:1", lines=0),
     "spotsigs": Config.of(
         "spotsigs", label="spotsigs no anchors", threshold=0.5, chain=2, anchors=0

@@ -1,4 +1,4 @@
-"""Real documentation sites and partly translated books, crawled as a user would (issue 12).
+"""Real documentation sites and partly translated books, crawled as a user would.
 
     python evaluation/evaluate_sites.py [--backends minhash,simhash,spotsigs] [--sites git,...]
                                         [--max-pages 700] [--cache DIR] [--out DIR]

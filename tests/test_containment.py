@@ -158,8 +158,8 @@ def test_a_richer_page_is_kept_and_related_a_poorer_one_dropped(backend: str) ->
 
 
 def test_poorer_first_then_richer_was_a_loss_before_containment() -> None:
-    # The case of issue 12: first-seen-wins dropped the richer page. Jaccard of the two is
-    # above MinHash's threshold, so the old rule dropped it.
+    # First-seen-wins on similarity drops the richer page: the Jaccard of the two is above
+    # MinHash's threshold, so a similarity rule drops it.
     core = EN[9] + "\n\n" + EN[10]
     richer = core + "\n\n" + EN[11][: len(core) // 3]
     method = make_backend("minhash")

@@ -27,7 +27,7 @@ are version numbers and dates is the case covered words miss: Django's release n
 (four lines) have 0.92 of their words in phrases of 1.9.5's notes, published the same day,
 but only 0.77 of their 3-shingles, and what they say that 1.9.5's do not (which release
 fixed these bugs) is what a reader came for. So a copy also needs at least ``shingles``
-(0.8, the line below which issue 12 calls a drop lossy) of its 3-shingles in the kept
+(0.8, the lossy-drop line :data:`LOSSY_BELOW`) of its 3-shingles in the kept
 document; 5 % reprints keep about 0.86 of theirs. Only shingles within one line count: one
 that spans two paragraphs is no phrase of either, and paragraphs in another order lose
 nothing.

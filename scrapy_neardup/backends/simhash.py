@@ -23,7 +23,7 @@ moved into another site's template against 0.45 for bigrams at k=3 (``evaluation
 Counts stay the weights: sublinear ``weights="log"`` (1 + ln tf) found fewer copies (0.80
 against 0.87 at k=7) and is kept as an option.
 
-**Prose lines, k = 7** (issue 12). A copy moved into another template differs from its
+**Prose lines, k = 7.** A copy moved into another template differs from its
 original in what extraction kept around the article: a related-stories list, captions, a
 menu, in one copy and not the other. Those are short lines; the fingerprint is taken over
 the lines of at least ``lines`` (20) words only (the whole text when they hold fewer than 50
