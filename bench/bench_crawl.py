@@ -13,8 +13,8 @@ and drop all copies but the first of each article). Three figures, measured in t
   extraction allows): ``trafilatura.extract(html)`` as its README shows it (the target's
   peer), and the plugin's own extraction (title and main text, no comments) for reference.
 
-Targets: the crawl with the plugin reaches at least 95% of trafilatura alone, and the reactor never stalls for more than 100 ms (a 5 ms LoopingCall measures
-the longest gap).
+Targets: the crawl with the plugin reaches at least 95% of trafilatura alone, and the reactor
+never stalls for more than 100 ms (a 5 ms LoopingCall measures the longest gap).
 """
 
 from __future__ import annotations

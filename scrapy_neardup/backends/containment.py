@@ -1,57 +1,14 @@
 """Containment decides a drop: a document is dropped only when what it says is already kept.
 
-Every backend's index only proposes candidates. Each candidate is then verified here against
-a small filter stored beside the backend's signature: a document is a copy of a kept one only
-when at least ``coverage`` (0.9) of its words lie in a phrase (a word 3-shingle) that the
-kept one also has. The backend's own similarity (a Jaccard estimate, a Hamming distance) is
-reported, never trusted to decide.
-
-**Why containment, not similarity.** Jaccard and cosine are symmetric: a richer page that
-comes second is as "similar" to a poorer first copy as the copy is to it, so first-seen-wins
-dropped the richer one. Containment of the *new* text in the *kept* one is not: a print
-version or an excerpt (all of it in the kept page) is dropped; a later page that holds
-nearly all of a kept one and more than it (``related``, 0.8 of the kept one's phrases) is
-kept and recorded as *related* to it.
-
-**Why covered words, not shared shingles.** A word edit breaks the three 3-shingles around
-it, so a reprint with 10 % of its words edited keeps only ~0.73 of its 3-shingles, as low as
-two reference pages of one template that differ in whole rows. Counting instead the words
-that lie in at least one shared 3-shingle charges an edit one word, and a new row all of its
-words. Measured exactly on real pages (``evaluation/ACCURACY.md``): on Debian's PostgreSQL,
-git and Sphinx manuals no pair of different pages reaches 0.9 covered words with less than
-0.8 of its 3-shingles in the other page (the lossy-drop line), while full copies in another
-site's template sit at 0.95-1.0 and 5 % reprints at a median of 0.96.
-
-**And shared shingles, as the lossy-drop line counts.** A short page whose few differing words
-are version numbers and dates is the case covered words miss: Django's release notes 1.8.12
-(four lines) have 0.92 of their words in phrases of 1.9.5's notes, published the same day,
-but only 0.77 of their 3-shingles, and what they say that 1.9.5's do not (which release
-fixed these bugs) is what a reader came for. So a copy also needs at least ``shingles``
-(0.8, the lossy-drop line :data:`LOSSY_BELOW`) of its 3-shingles in the kept
-document; 5 % reprints keep about 0.86 of theirs. Only shingles within one line count: one
-that spans two paragraphs is no phrase of either, and paragraphs in another order lose
-nothing.
-
-**The filter (this project's own code: a Bloom filter per document, sized to it, with its
-false-positive rate known, which no Bloom library here exposes in numpy).** The kept
-document's distinct 3-shingle hashes go into a Bloom filter of 10 bits each (at most
-``MAX_FILTER_BYTES``), with the optimal number of hash functions: 0.8 % false positives, about
-1.2 bytes per word of text. The new document brings its 3-shingles in order (not stored), so
-every word is counted: there is no sampling error, only the filter's false positives, which
-can only raise the count, by a rate known from the filter's size; it is subtracted before the
-threshold is applied (from the shingles, the lossy-drop line, as many false positives as the
-filter stays under with 95 % probability, so that no drop rests on its luck), and a kept
-document whose filter is too full to trust (over 5 %) decides
-nothing.
-
-**Or similarity, as the user chooses** (``decision="similar"``, ``NEARDUP_DECISION``). The
-literature's rule drops a pair whose similarity reaches a threshold: the Jaccard of the two
-documents' word 2-shingles (0.35), read from a second Bloom filter stored beside the first
-(the new document's distinct shingles looked up in the kept one's, false positives
-subtracted as above), for every backend but SimHash (a Hamming distance within 3 bits) and
-cosine (its estimate). It drops 10 % and 20 % reprints that containment keeps, at the same
-precision on the evaluation corpus (``evaluation/ACCURACY.md``), and keeps an excerpt that
-containment drops. Whichever decides, a pair the other rule holds is recorded as *near*.
+Promises: every candidate a backend proposes is verified here against a small Bloom filter of
+the kept document's word 3-shingles stored beside its signature; a copy needs at least
+``coverage`` of its words in shared 3-shingles and ``shingles`` of its 3-shingles in the kept
+one, with the filter's false positives subtracted so that no drop rests on luck. The backend's
+own similarity is reported, never trusted to decide. :func:`text_coverage` is the exact
+measure and :func:`lossy` the one lossy-drop line (:data:`LOSSY_BELOW`) that the audit page and
+the evaluation use. It knows nothing of Scrapy or storage.
+Rationale: ``docs/design.md#containment``, ``#why-containment-not-similarity``,
+``#covered-words``, ``#shared-shingles``, ``#phrase-filter``, ``#similar-decision``.
 """
 
 from __future__ import annotations

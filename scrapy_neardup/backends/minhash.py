@@ -1,23 +1,10 @@
-"""MinHash-LSH on datasketch: its ``MinHash`` permutations and ``MinHashLSH`` bands.
+"""MinHash-LSH: datasketch's ``affine32`` permutations, bit for bit, and ``MinHashLSH``'s bands.
 
-The banding (bucket = one band of ``r`` hash values) is the one ``MinHashLSH`` uses; the buckets
-themselves live in this project's storage so that a query-then-add is atomic there (datasketch's
-own storages are not, and its Redis storage pickles). Candidates from the bands are verified by
-the estimated Jaccard similarity before they count as matches.
-
-The threshold (0.4 on word 3-shingles) comes from ``evaluation/evaluate.py`` on real pages as the
-plugin sees them, after trafilatura: extraction adds a different related-stories block or
-comment prompt in every template, which pulls copies of one article down to Jaccard 0.4-0.6.
-Against 0.5, it lifts recall on 1%/5%/10%-edited reprints from 0.94/0.90/0.74 to
-0.97/0.95/0.89 at the same precision (0.995, ``evaluation/ACCURACY.md``). Lower thresholds and word
-2-shingles caught a little more, but short articles wrapped in one site's heavy boilerplate
-(text given without extraction) reach Jaccard 0.36 on 3-shingles and 0.46 on 2-shingles: a
-false drop is lost data.
-
-Signatures are datasketch's ``affine32`` MinHash values, bit for bit (the tests compare them
-with ``MinHash.update_batch``), computed in one vectorised pass over the shingle hashes: the
-shingles are already hashed, so datasketch's per-value Python ``hashfunc`` call, which is most
-of its cost, is skipped.
+Promises: signatures equal to datasketch's ``MinHash`` over the same shingle hashes (computed
+in one vectorised pass); bucket keys are ``MinHashLSH``'s bands, kept in this project's
+storage so that a query-then-add is atomic there. The threshold only sizes the bands: a
+candidate is verified by containment whatever its estimate. Pure maths: no Scrapy, no storage.
+Rationale and parameters: ``docs/design.md#minhash``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """The state interface every implementation shares: one per crawler, reached by every component.
 
-The dupefilter, the two middlewares and the pipeline of a crawler all reach the same state
-through :meth:`NearDupState.from_crawler`, so a URL recorded by the downloader middleware is
-known to the dupefilter, and page text found by the spider middleware reaches the pipeline.
-``NEARDUP_STORAGE`` picks the implementation, as ``HTTPCACHE_STORAGE`` picks Scrapy's cache
-storage: ``"memory"`` (:class:`~scrapy_neardup.state.files.FileState`: memory, journaled to
-files with ``JOBDIR``), ``"redis"`` (:class:`~scrapy_neardup.state.redis.RedisState`), or the
-import path of a subclass of :class:`NearDupState`.
-
-What an implementation provides: ``open()`` (load, idempotent), ``close()``, ``key_seen()``
-(URL test-and-set on a 16-byte request key), ``clear_urls()``, and a ``dedup``
-(:class:`~scrapy_neardup.deduplicator.Deduplicator`) whose ``check_signed`` is the content check.
-Components that may wait call the async forms, :meth:`NearDupState.key_seen_async` and
-:meth:`NearDupState.check_item`: here they run inline; a state whose checks reach a server
-(``remote = True``, Redis) runs them off the reactor thread.
+Promises: the dupefilter, the middlewares and the pipeline of one crawler reach the same state
+(:meth:`NearDupState.from_crawler`), so a URL recorded by one is known to the others and page
+text found by the spider middleware reaches the pipeline. ``NEARDUP_STORAGE`` picks the
+implementation, as ``HTTPCACHE_STORAGE`` does: ``"memory"`` (:class:`FileState`, journaled to
+files when there is a state directory), ``"redis"``, or a subclass's import path. An
+implementation provides ``open()``, ``close()``, ``key_seen()``, ``clear_urls()`` and a
+``dedup``; a state whose checks reach a server (``remote = True``) runs them off the reactor
+thread. It must not import the Scrapy components. Rationale: ``docs/design.md#layers``.
 """
 
 from __future__ import annotations

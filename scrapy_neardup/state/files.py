@@ -1,31 +1,33 @@
 """The default state: in memory, journaled to files in a state directory when there is one.
 
-With a state directory (``JOBDIR/neardup`` by default) it is loaded at start, journaled as it
-changes, and snapshotted at close; see :mod:`scrapy_neardup.storage.journal` for what survives
-a crash, and for what stops a start instead (a corrupt journal or snapshot, a truncated
-journal). Every file that cannot be read stops the start with a StateError naming it. Files in
-the state directory::
-
-    urls.bloom       ScalableBloomFilter.to_bytes() snapshot (format in scrapy_neardup.urls),
-                     behind a checksum header (storage.journal.save_snapshot)
-    urls.journal     journal of 16-byte request keys added since the snapshot
-    urls.sqlite      every key, read only to confirm a Bloom positive before a request is
-                     dropped (NEARDUP_URL_CONFIRM; scrapy_neardup.storage.fingerprints)
-    content.state    Deduplicator.to_bytes() snapshot (format in scrapy_neardup.state_format),
-                     behind a checksum header
-    content.journal  kept documents and duplicates since the snapshot (records in
-                     scrapy_neardup.storage.journal)
-    content.lshbloom with NEARDUP_INDEX = "lshbloom": the band filter, whose documents
-                     before the window are in no other file (LSHBloomStore.to_bytes())
-    frontier.journal requests let through the URL filter and not done yet, so that a crawl
-                     killed with SIGKILL crawls them again (scrapy_neardup.frontier); only
-                     written when FrontierMiddleware is on to mark requests done
-    lock             held (flock) by the crawl that has the directory open, with its PID
-                     (scrapy_neardup.storage.dirlock)
-    texts.records    the text each checked document was compared by, for auditing drops
-                     (NEARDUP_KEEP_TEXT > 0; scrapy_neardup.storage.texts)
-    *.journal.length each journal's length at its last recorded sync (storage.journal)
+Promises: with a state directory (``JOBDIR/neardup`` by default) the state is loaded at start,
+journaled as it changes and snapshotted at close, so a crash (even SIGKILL) loses at most one
+``NEARDUP_FLUSH_INTERVAL``; a file that cannot be read stops the start with a StateError naming
+it; one crawl at a time holds the directory (its lock). The files are listed below.
+Rationale: ``docs/design.md#state-directory``, ``#journals``, ``#directory-lock``.
 """
+
+# Files in the state directory:
+#
+#     urls.bloom       ScalableBloomFilter.to_bytes() snapshot (storage/bloom.py),
+#                      behind a checksum header (storage.journal.save_snapshot)
+#     urls.journal     journal of 16-byte request keys added since the snapshot
+#     urls.sqlite      every key, read only to confirm a Bloom positive before a request is
+#                      dropped (NEARDUP_URL_CONFIRM; scrapy_neardup.storage.fingerprints)
+#     content.state    Deduplicator.to_bytes() snapshot (format in scrapy_neardup.state_format),
+#                      behind a checksum header
+#     content.journal  kept documents and duplicates since the snapshot (records in
+#                      scrapy_neardup.storage.journal)
+#     content.lshbloom with NEARDUP_INDEX = "lshbloom": the band filter, whose documents
+#                      before the window are in no other file (LSHBloomStore.to_bytes())
+#     frontier.journal requests let through the URL filter and not done yet, so that a crawl
+#                      killed with SIGKILL crawls them again (scrapy_neardup.frontier); only
+#                      written when FrontierMiddleware is on to mark requests done
+#     lock             held (flock) by the crawl that has the directory open, with its PID
+#                      (scrapy_neardup.storage.dirlock)
+#     texts.records    the text each checked document was compared by, for auditing drops
+#                      (NEARDUP_KEEP_TEXT > 0; scrapy_neardup.storage.texts)
+#     *.journal.length each journal's length at its last recorded sync (storage.journal)
 
 from __future__ import annotations
 

@@ -1,53 +1,12 @@
 """The shared state: everything in Redis, for many crawler processes (``NEARDUP_STORAGE="redis"``).
 
-Nothing is written to the state directory: the URL filter
-(:mod:`scrapy_neardup.storage.redis_urls`), the indexes and the clusters
-(:mod:`scrapy_neardup.storage.redis_index`) live in Redis, shared by every crawler process
-that uses the same ``NEARDUP_KEY_PREFIX``.
-
-**No Redis call on the reactor thread.** Calls run in two threads of the state, each with its
-own client, every call bounded by ``NEARDUP_REDIS_TIMEOUT`` and never retried by redis-py (a
-failed call is an outage, below; a Bloom test-and-set must not run twice): URL test-and-sets,
-which crawling waits on, in one; content checks, the health probe and the writing of what was
-let through during an outage in the other. The pipeline and the downloader middleware await
-them. The links a page yields are checked ahead, all in one call awaited off the reactor
-thread (:class:`~scrapy_neardup.middlewares.LinkBatchMiddleware`), and the dupefilter answers
-them from that. For any other request the dupefilter cannot await (Scrapy's scheduler wants a
-bool at once): it waits for the URL thread at most :data:`SYNC_WAIT` seconds per turn of the
-reactor, and not at all while that thread has been stuck on a call for longer. Past that it
-answers from what this process knows and lets the request through; the check goes on in the
-thread, and the downloader middleware awaits its answer before the download, dropping the
-request then if Redis knew it. A slow Redis so slows the crawl down, and never freezes it.
-
-**At start** Redis must answer: the first contact is tried again for ``NEARDUP_REDIS_TIMEOUT``
-seconds, then the crawl does not start (a StorageError naming ``NEARDUP_REDIS_URL``, its
-password masked), whatever ``NEARDUP_REDIS_ON_ERROR`` says: a Redis out of reach from the
-first request is most often a mistyped URL, and fail-open would crawl everything unchecked.
-
-**Outages.** Once the crawl runs, a call that fails (refused, timed out) starts an outage:
-one WARNING, counted in ``neardup/redis/errors``. Until it ends nothing waits on Redis (calls
-queued in the threads fail at once) and ``NEARDUP_REDIS_ON_ERROR`` decides:
-
-- ``fail-open`` (default): nothing is lost. URLs and items are checked against what this
-  process knows: every URL it recorded or was told of (a local Bloom filter mirrors them) and
-  the items it kept during the outage. What is new to it is crawled or kept "unchecked"
-  (counted in ``neardup/urls/unchecked`` and ``neardup/items/unchecked``): another crawler
-  may have it. Unchecked URLs and items are remembered (up to ``BACKLOG_MAX``) and written to
-  Redis when it is back.
-- ``fail-closed``: the crawl is stopped (``close_spider`` with reason
-  ``neardup_redis_unavailable``); URLs and items met until it stops are dropped, never let
-  through unchecked.
-
-A health probe (PING, in the content thread) runs at most every ``RETRY_INTERVAL`` seconds
-during an outage; when Redis answers, what was let through is written and the outage ends.
-
-**Reconciliation.** An item kept unchecked is checked against Redis then, as any item is. If
-Redis holds a near-duplicate of it (kept by another crawler during the outage, or before),
-the late item joins that cluster as a duplicate, counted in ``neardup/items/reconciled`` and
-recorded in ``{prefix}:neardup:late`` for ``scrapy neardup-stats --redis-url`` to list: it was
-delivered, and one of the two copies should be cleaned from the output. Items dropped during
-the outage as copies of it follow it into that cluster. A URL let through unchecked that Redis
-turns out to know is counted in ``neardup/urls/late_duplicates``.
+Promises: the URL filter (:mod:`scrapy_neardup.storage.redis_urls`), the indexes and the
+clusters (:mod:`scrapy_neardup.storage.redis_index`) are shared by every crawler with the same
+``NEARDUP_KEY_PREFIX``, and two crawlers never both keep a near-duplicate pair. No Redis call
+runs on the reactor thread: calls run in the state's threads, each bounded by
+``NEARDUP_REDIS_TIMEOUT``; a Redis out of reach at start stops the start, and during the crawl
+``NEARDUP_REDIS_ON_ERROR`` decides. Nothing is written to the state directory.
+Rationale: ``docs/design.md#redis``, ``#outages``, ``#atomic-query-and-add``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
-"""An index after LSHBloom (Khan et al. 2024, arXiv 2411.04257), for crawls too large to keep
-even a key and a bucket entry per document.
+"""An index after LSHBloom (Khan et al. 2024, arXiv 2411.04257), for very large crawls.
 
-MinHash-LSH keeps, for each band, a table from the band's hash to the documents that have it.
-LSHBloom keeps only whether a band's hash was met: one Bloom filter of (band, hash) pairs. At
-the default 1e-5 per lookup that is about 24 bits per band, about 70 bytes a document for
-MinHash's default 23 bands, and the filter grows by stages
-(:class:`~scrapy_neardup.urls.ScalableBloomFilter`) so its rate holds at any size.
-
-A Bloom hit names no document, so it cannot be verified, and this project drops a page only
-when its text is verified to be in a kept one. So the most recent documents (``window``) are
-also kept in an ordinary store (two generations of
-:class:`~scrapy_neardup.storage.memory.MemoryBucketStore`: when the newer holds half the
-window, the older is let go), and a document is dropped only for a verified match there. A
-document whose bands hit the Bloom filter but that matches nothing in the window (a copy of
-an older page, or a false positive) is kept and counted in :attr:`LSHBloomStore.unverified`
-(``neardup/lshbloom/unverified`` in the crawl stats). Memory per document: the Bloom
-filter's bytes, plus the window's fixed cost spread over the crawl.
+Promises: only whether a MinHash band's hash was met is kept (one scalable Bloom filter of
+(band, hash) pairs), plus the signatures of a window of recent documents, so that candidates
+in the window are verified as in any index; a band hit outside the window names no document
+and keeps the page, counted as unverified. Memory-only, MinHash only.
+Rationale: ``docs/design.md#lshbloom``.
 """
 
 from __future__ import annotations
