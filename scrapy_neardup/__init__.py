@@ -2,7 +2,7 @@
 
 Everything but the exceptions is imported on first use: the extraction workers do not pay for
 Scrapy and Twisted, and Scrapy, which imports this package in every ``scrapy`` command to find
-``neardup-stats``, does not pay for numpy, datasketch and scipy (about 60 MB) in crawls that
+``neardup-stats``, does not pay for numpy, datasketch and scipy in crawls that
 do not use the plugin.
 """
 

@@ -42,8 +42,8 @@ def find_canonical(response: Response) -> str | None:
     """
     if not isinstance(response, TextResponse):
         return None
-    # Searched in place, with an end position: a copy of the first 256 KB, lowercased, was
-    # most of this function's time (93 us a page against 54 on bench_crawl.py's pages).
+    # Searched in place, with an end position: a lowercased copy of the head would be most of
+    # this function's time (bench/bench_crawl.py).
     body = response.body
     end = min(len(body), _HEAD_BYTES)
     head_end = _HEAD_END_RE.search(body, 0, end)
@@ -79,7 +79,7 @@ class UrlFilterMiddleware:
         self.check_canonical = check_canonical
         self.remote = state.remote
         if check_canonical:
-            # The public suffix list is parsed on first use (100-200 ms): now, not on the
+            # The public suffix list is parsed on first use, which is slow: now, not on the
             # reactor at the first page.
             site_of("http://example.com/")
 

@@ -192,8 +192,8 @@ def _plain_canonical(url: str, rules: _Rules, strip_trailing_slash: bool) -> str
     """:func:`canonical_url` of a plain URL (:data:`_PLAIN_URL`, no dot segment), else None.
 
     Our own, because the URL filter runs for every request in the reactor's thread, and
-    w3lib parses, unquotes and quotes again every part of every URL (about 20 us a URL,
-    7x this path, on ``bench_urlfilter.py``'s URLs, 98 % of which are plain). It does what
+    w3lib parses, unquotes and quotes again every part of every URL (``bench_urlfilter.py``
+    compares the two; most URLs are plain). It does what
     w3lib does to such a URL (host lower-cased, an empty path made "/", the query's pairs
     sorted, "=" added to a pair without one, the fragment dropped), then the cleanups of
     :func:`_w3lib_canonical`, and gives its output to the character (tests/test_urls.py

@@ -55,7 +55,7 @@ _lexicon_lock = threading.Lock()
 
 
 def _wordfreq_dir() -> Path:
-    """wordfreq's data folder, found without importing it (its import costs 60 ms)."""
+    """wordfreq's data folder, found without importing it (its import is slow)."""
     spec = importlib.util.find_spec("wordfreq")
     if spec is None or not spec.submodule_search_locations:
         raise ValueError("imatch needs the wordfreq package: pip install wordfreq")

@@ -26,8 +26,8 @@ _S1, _M1, _S2, _M2, _S3 = (np.uint32(v) for v in (16, 0x85EBCA6B, 13, 0xC2B2AE35
 
 #: ``(bands, rows)`` that datasketch's ``MinHashLSH`` chooses for ``(threshold, num_perm)``
 #: with this backend's default weights, written out (the tests ask datasketch for each):
-#: computing one imports scipy and integrates, a third of a second and 50 MB in the process
-#: that asks, on the way to the first page checked. Other parameters are asked of datasketch.
+#: computing one imports scipy and integrates, slow and large in the process that asks, on
+#: the way to the first page checked. Other parameters are asked of datasketch.
 _BANDINGS: dict[tuple[float, int], tuple[int, int]] = {
     (0.3, 64): (19, 2),
     (0.4, 64): (21, 3),
@@ -94,8 +94,8 @@ class MinHashBackend:
         elif not plain or threshold > 0.9:
             self.prepared()  # parameters datasketch may refuse: asked now, at start
 
-    # datasketch is imported on first use, never at start: it imports scipy (about 50 MB and
-    # most of a second), which a crawl that never checks a page should not pay for. Only a
+    # datasketch is imported on first use, never at start: it imports scipy (large and
+    # slow to import), which a crawl that never checks a page should not pay for. Only a
     # banding that is not in _BANDINGS needs it, asked of one worker: the crawler process
     # adopts what it computed. Signatures need only the permutations (drawn in _affine).
 
@@ -122,8 +122,8 @@ class MinHashBackend:
         drawn once, here, the way datasketch 2 draws them (the tests hold them to its own).
 
         Not taken from datasketch, which only the workers would import for them: ``import
-        datasketch`` pulls in scipy, a third of a second of CPU and about 50 MB in every
-        worker before its first page. Drawn here, they also stay what saved signatures were
+        datasketch`` pulls in scipy, costly in time and memory in every worker before its
+        first page. Drawn here, they also stay what saved signatures were
         made with, whatever a later datasketch draws."""
         if self._permutations is None:
             gen = np.random.RandomState(self.seed)

@@ -148,7 +148,7 @@ class NearDupState:
         """With the first page, ask a worker for what checking pages needs (MinHash's banding,
         which datasketch computes with scipy, for parameters whose banding is not written out
         in ``minhash._BANDINGS``; for the others the worker answers at once): loaded in this
-        process it would cost 50 MB and stall the reactor for most of a second."""
+        process it would cost scipy's memory and stall the reactor."""
         adopt = getattr(self.dedup.method, "adopt", None)
         if adopt is None:
             return
@@ -382,7 +382,7 @@ def freeze_startup_objects() -> None:
 
     They are the crawl's long-lived part (modules of Scrapy, numpy, datasketch and scipy,
     the loaded state), yet every full collection walks them all: in a crawl with the plugin
-    that blocked the reactor for 80-120 ms each time (measured by ``bench/bench_crawl.py``).
+    that blocked the reactor each time (``bench/bench_crawl.py`` measures the stalls).
     :func:`gc.freeze` moves them out of the collector's reach, as CPython's docs suggest
     for a process's startup objects; objects created later are collected as usual.
     """

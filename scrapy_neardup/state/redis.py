@@ -48,7 +48,7 @@ START_RETRY_PAUSE = 0.25
 BACKLOG_MAX = 100_000
 #: Seconds the dupefilter may wait for URL answers in one turn of the reactor (never more
 #: than NEARDUP_REDIS_TIMEOUT): with Scrapy's own work in the same turn (a page's links),
-#: a turn then stays well under 100 ms on a loaded 2-core machine.
+#: a turn then stays short on a loaded machine (bench/bench_crawl.py's stall target).
 SYNC_WAIT = 0.025
 #: URL checks let through before their answer came, kept for the downloader middleware.
 LATE_MAX = 100_000
@@ -148,7 +148,7 @@ class RedisState(NearDupState):
         self._shared_queue = False  # whether requests go to a queue other processes pop
 
     def _new_local_urls(self) -> ScalableBloomFilter:
-        """This process's URLs (about 2.5 bytes a URL), answered from before asking Redis and
+        """This process's URLs (a few bytes a URL), answered from before asking Redis and
         during an outage; at a tenth of the error rate, so that its false positives add a
         tenth to Redis's filter's."""
         config = self.config

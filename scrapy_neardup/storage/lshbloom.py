@@ -20,8 +20,8 @@ from scrapy_neardup.backends.base import Verifier
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.memory import MemoryBucketStore
 
-#: Documents verified against, by default: about 36 MB of keys and buckets in memory for
-#: MinHash, and their signatures in the store's temporary file.
+#: Documents verified against, by default: their keys and buckets in memory, their
+#: signatures in the store's temporary file (costs: docs/design.md#lshbloom).
 DEFAULT_WINDOW = 100_000
 #: False-positive rate of the band filter, by default (the paper's order of magnitude).
 DEFAULT_ERROR_RATE = 1e-5

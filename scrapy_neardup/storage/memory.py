@@ -82,8 +82,7 @@ class _Growing:
 def _empty(size: int, dtype: Any) -> np.ndarray:
     """An uninitialised array; past ``MAPPED`` bytes in its own anonymous mapping, so freeing it
     returns the memory. numpy's arrays of up to 32 MiB come from glibc's heap, where an outgrown
-    buffer or merged run leaves a hole that small allocations then pin (measured: ~250 B per
-    MinHash document at 1M documents)."""
+    buffer or merged run leaves a hole that small allocations then pin."""
     dtype = np.dtype(dtype)
     nbytes = size * dtype.itemsize
     if nbytes < MAPPED:
