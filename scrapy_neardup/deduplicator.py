@@ -232,6 +232,25 @@ class Deduplicator:
     Verified's keyword arguments) is the older spelling of the same. A page whose words are
     at least ``boilerplate_share`` lines its site repeats (:meth:`without_boilerplate`) has
     no text of its own to compare: it is matched exactly only, and counted.
+
+    Args:
+        method: the backend: a name in :data:`~scrapy_neardup.backends.BACKENDS` or an
+            instance (the keyword keeps the saved state's name for it).
+        min_tokens: shorter documents are matched exactly only.
+        stores: the store factory of the indexes (memory by default).
+        decision: ``"contained"`` or ``"similar"``; the thresholds after it tune that rule.
+        **params: options of the backend named by ``method``.
+
+    Returns:
+        :meth:`check` returns a :class:`Verdict`: ``duplicate_of`` names the kept document a
+        duplicate repeats, ``related_to``/``near_to`` a kept one beside it.
+
+    Example:
+        >>> dedup = Deduplicator("minhash", min_tokens=0)
+        >>> dedup.check("a", "the quick brown fox jumps over the lazy dog").is_duplicate
+        False
+        >>> dedup.check("b", "the quick brown fox jumps over the lazy dog").duplicate_of
+        'a'
     """
 
     def __init__(

@@ -32,6 +32,16 @@ class NearDupDupeFilter(RFPDupeFilter):
 
     Also a scrapy-redis scheduler's ``DUPEFILTER_CLASS`` (:meth:`from_spider`, :meth:`clear`),
     with ``NEARDUP_STORAGE = "redis"`` so that every process shares the filter.
+
+    Args:
+        state: the crawler's state (:meth:`NearDupState.from_crawler`), which holds the filter.
+        debug: log every filtered request, not only the first (``DUPEFILTER_DEBUG``).
+        fingerprinter: the crawler's ``request_fingerprinter``.
+
+    Example:
+        Set by :class:`~scrapy_neardup.addon.Addon`; by hand::
+
+            DUPEFILTER_CLASS = "scrapy_neardup.NearDupDupeFilter"
     """
 
     def __init__(

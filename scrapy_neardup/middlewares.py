@@ -72,6 +72,16 @@ class UrlFilterMiddleware:
     answer is awaited here, before the download. ``dont_filter`` and ``meta["neardup_skip"]``
     are respected. With a state whose checks reach a server (``state.remote``: Redis) the
     methods return a coroutine that awaits them; otherwise they check inline.
+
+    Args:
+        state: the crawler's state (:meth:`NearDupState.from_crawler`).
+        check_canonical: also check the response URL and its ``rel=canonical``
+            (``NEARDUP_CHECK_CANONICAL``).
+
+    Example:
+        Set by :class:`~scrapy_neardup.addon.Addon`; by hand::
+
+            DOWNLOADER_MIDDLEWARES = {"scrapy_neardup.UrlFilterMiddleware": 50}
     """
 
     def __init__(self, state: NearDupState, check_canonical: bool = True) -> None:
@@ -238,6 +248,14 @@ class PageTextMiddleware:
     item without ``NEARDUP_TEXT_FIELD``. When one response yields several items, only the
     first is given the page's text: the others are different records of one page, which
     page text cannot tell apart (give them a text field instead).
+
+    Args:
+        state: the crawler's state (:meth:`NearDupState.from_crawler`).
+
+    Example:
+        Set by :class:`~scrapy_neardup.addon.Addon`; by hand::
+
+            SPIDER_MIDDLEWARES = {"scrapy_neardup.PageTextMiddleware": 50}
     """
 
     def __init__(self, state: NearDupState) -> None:

@@ -41,6 +41,14 @@ class NearDupPipeline:
     either are kept and counted (``neardup/skipped/no_text``), never dropped; a text field
     that is neither text nor convertible by :func:`as_text` (a number, a dict) is counted as
     ``neardup/skipped/bad_text`` and the item kept.
+
+    Args:
+        state: the crawler's state (:meth:`NearDupState.from_crawler`).
+
+    Example:
+        Set by :class:`~scrapy_neardup.addon.Addon`; by hand::
+
+            ITEM_PIPELINES = {"scrapy_neardup.NearDupPipeline": 50}
     """
 
     def __init__(self, state: NearDupState) -> None:
