@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from demo_site import Site, build_site, serve
+from redis_server import RedisServer
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
-if str(EXAMPLE) not in sys.path:
-    sys.path.insert(0, str(EXAMPLE))
-
-from demo_site import Site, build_site, serve  # noqa: E402
 
 
 def _install_reactor_for_scrapy_2_13() -> None:
@@ -28,7 +25,6 @@ def _install_reactor_for_scrapy_2_13() -> None:
 
 
 _install_reactor_for_scrapy_2_13()
-from redis_server import RedisServer  # noqa: E402
 
 #: Lines of figures the crash suite of spider kinds (tests/test_crash_kinds.py) reports.
 CRASH_FIGURES = pytest.StashKey[list[str]]()

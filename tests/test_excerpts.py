@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import random
 import struct
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from redis_server import RedisServer
 
 from corpus.documents import synthetic_sentences
 from corpus.text import excerpt
@@ -21,10 +20,6 @@ from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.state_format import MAGIC, VERSION
 from scrapy_neardup.storage import redis_client, redis_index
 from scrapy_neardup.text import Document
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from redis_server import RedisServer
 
 BACKENDS = sorted(m for m in ALL_BACKENDS if m != "exact")
 

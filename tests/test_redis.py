@@ -18,9 +18,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import crawl_runner
 import pytest
+from crawl_runner import ENV
+from redis_server import RedisServer, redis_state
 from scrapy.exceptions import DropItem
 
+from corpus import synthetic_corpus
 from scrapy_neardup.backends import make_backend
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.deduplicator import Deduplicator
@@ -30,14 +34,6 @@ from scrapy_neardup.storage import redis_client, redis_index, redis_urls
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.text import Document
 from scrapy_neardup.urls import url_fingerprint
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import crawl_runner
-from crawl_runner import ENV
-from redis_server import RedisServer, redis_state
-
-from corpus import synthetic_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 

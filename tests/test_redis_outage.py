@@ -18,17 +18,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import crawl_runner
 import pytest
+from redis_server import RedisServer, Stats, redis_state
 
 from scrapy_neardup.report import render, summarize_redis
 from scrapy_neardup.state.redis import RETRY_INTERVAL, RedisState
 from scrapy_neardup.storage import redis_client, redis_index
 from scrapy_neardup.urls import url_fingerprint
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import crawl_runner
-from redis_server import RedisServer, Stats, redis_state
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "tests" / "stall_runner.py"
