@@ -1,9 +1,10 @@
 """The contract every near-duplicate backend is held to, reused by subclassing.
 
-A backend is one module under ``scrapy_neardup/backends/`` and one test module with::
+A backend is one module under ``scrapy_neardup/backends/`` and one test module,
+``tests/test_backend_<name>.py``, with::
 
-    class TestMyMethod(BackendSuite):
-        name = "mymethod"
+    class TestMyBackend(BackendSuite):
+        name = "mybackend"
 
 which runs every test below against it (itsdangerous's habit: one base test class, a subclass
 per backend), then the backend's own tests. The suite checks what the rest of the project
@@ -20,6 +21,7 @@ import random
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 import corpus as C
 from scrapy_neardup.backends import BACKENDS, Backend, make_backend
@@ -28,6 +30,16 @@ from scrapy_neardup.deduplicator import Deduplicator, Signed
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.storage import redis_client, redis_index
 from scrapy_neardup.text import Document, normalize
+
+#: Hypothesis settings of the backends' property tests against brute force.
+PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+#: A short news text the backends' own tests sign.
+TEXT = (
+    "The old harbour bridge reopened on Monday after months of repairs, and the first buses "
+    "crossed it before dawn. Engineers said that the steel had been replaced in the spring and "
+    "that the new deck would last for decades. "
+) * 3
 
 
 def _originals(prefix: str) -> list[C.Sample]:
