@@ -43,23 +43,6 @@ pytestmark = pytest.mark.timeout(120)
 BACKENDS = ["simhash", "minhash", "spotsigs", "exact"]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = RedisServer(tmp_path_factory.mktemp("redis"), appendonly=True).start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def client(server):
-    if not server.ping():  # a test that stopped it and failed before starting it again
-        server.start()
-    c = redis_client.connect(server.url)
-    c.flushdb()
-    yield c
-    c.close()
-
-
 def redis_dedup(client, prefix: str, method: str, **params) -> Deduplicator:
     m = make_backend(method, **params)
     return Deduplicator(

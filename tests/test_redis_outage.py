@@ -40,25 +40,6 @@ pytestmark = pytest.mark.timeout(120)
 STALL_BOUND = 0.8
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = RedisServer(tmp_path_factory.mktemp("redis"), appendonly=True).start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def client(server):
-    if server.proc is not None:
-        server.proc.send_signal(signal.SIGCONT)  # a test that failed while it was stopped
-    if not server.ping():
-        server.start()
-    c = redis_client.connect(server.url)
-    c.flushdb()
-    yield c
-    c.close()
-
-
 def outage_state(server: RedisServer, prefix: str, **settings: object) -> tuple[RedisState, Stats]:
     return redis_state(server, prefix, NEARDUP_REDIS_TIMEOUT=0.5, **settings)
 

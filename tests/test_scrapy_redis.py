@@ -32,7 +32,6 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_neardup.dupefilter import NearDupDupeFilter
 from scrapy_neardup.state import NearDupState
-from scrapy_neardup.storage import redis_client
 from scrapy_neardup.urls import canonical_url
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,21 +39,6 @@ RUNNER = ROOT / "tests" / "scrapy_redis_runner.py"
 OURS = "scrapy_neardup.dupefilter.NearDupDupeFilter"
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def client(server):
-    c = redis_client.connect(server.url)
-    c.flushdb()
-    yield c
-    c.close()
 
 
 def scrapy_redis_settings(server: RedisServer, prefix: str, **extra: object) -> dict:
