@@ -353,7 +353,7 @@ def _corrected(found: int, total: int, rate: float) -> float:
     probability 1 - :data:`LUCK` (95 %, :func:`_luck`), or its mean where that is more. For
     the shingles, the lossy-drop line; covered words keep the mean's correction (a bound
     there too cost the synthetic copies with an inserted ad paragraph of
-    ``tests/test_engine.py``: 0.75 to 0.65 found).
+    ``tests/test_deduplicator.py``: 0.75 to 0.65 found).
 
     Subtracting the mean alone let a drop rest on the filter's luck: ``c3ref/blob_read.html``
     of sqlite3-doc has 0.792 of its 3-shingles in ``blob_write.html``, and the filter said

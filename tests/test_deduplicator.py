@@ -4,7 +4,7 @@ cluster bookkeeping, the short-text fallback, and saved state.
 Recall and precision are measured on three corpora built by ``corpus/text.py``: the real
 English article bodies and the real Chinese news pages from ``../shared/data`` (skipped where
 that is absent), and a synthetic corpus generated in code (always run). Run this file as a
-script (``PYTHONPATH=. python tests/test_engine.py``) to print the measured table that the
+script (``PYTHONPATH=. python tests/test_deduplicator.py``) to print the measured table that the
 floors below rest on.
 """
 
@@ -124,7 +124,7 @@ def evaluate(name: str, method: str) -> Evaluation:
 
 # -- floors ----------------------------------------------------------------------------------
 #
-# Measured with seed 0 (``PYTHONPATH=. python tests/test_engine.py`` prints the table); every
+# Measured with seed 0 (``PYTHONPATH=. python tests/test_deduplicator.py`` prints the table); every
 # number is deterministic for given library versions (xxhash, fixed MinHash permutations, jieba's
 # dictionary), so floors sit a little below the measurement: low enough to survive a changed
 # jieba dictionary or trafilatura release, high enough that a broken index or feature fails.
