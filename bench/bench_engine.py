@@ -41,9 +41,9 @@ if str(ROOT) not in sys.path:
 
 from bench.common import print_table, rss_bytes  # noqa: E402
 from corpus import load_article_bodies, make_documents, sentence_pool  # noqa: E402
-from scrapy_neardup.algorithms import make_method  # noqa: E402
-from scrapy_neardup.algorithms.containment import Verified, phrases_of  # noqa: E402
-from scrapy_neardup.engine import Deduplicator, Index  # noqa: E402
+from scrapy_neardup.backends import make_backend  # noqa: E402
+from scrapy_neardup.backends.containment import Verified, phrases_of  # noqa: E402
+from scrapy_neardup.deduplicator import Deduplicator, Index  # noqa: E402
 from scrapy_neardup.storage.memory import MemoryBucketStore  # noqa: E402
 from scrapy_neardup.text import Document  # noqa: E402
 
@@ -77,7 +77,7 @@ def ours_index(name: str) -> Runner:
     containment as the engine does (``Verified``)."""
 
     def run(docs: list[str]) -> int:
-        method = Verified(make_method(name))
+        method = Verified(make_backend(name))
         index = Index(method, MemoryBucketStore(codec=method))  # as the engine makes its stores
         return sum(1 for i, text in enumerate(docs) if index.query_and_add(_key(i), Document(text)))
 
@@ -237,7 +237,7 @@ def signature_sizes(docs: list[str]) -> dict[str, tuple[float, float, float]]:
     check's, stored beside every signature) per document, for each backend."""
     out = {}
     for name in BACKENDS:
-        method = make_method(name)
+        method = make_backend(name)
         sigs = [method.signature(Document(text)) for text in docs]
         phrases = [phrases_of(Document(text)).encode() for text in docs] if name != "exact" else []
         out[name] = (
@@ -312,7 +312,7 @@ def _probe(method: Any, sig: Any) -> dict[str, int]:
 
 def stage_times(name: str, docs: list[str]) -> dict[str, float]:
     """Microseconds per document in each stage of ``Index.query_and_add`` for one backend."""
-    method = make_method(name)
+    method = make_backend(name)
     warm = Index(method, MemoryBucketStore())
     for i, text in enumerate(docs[:50]):  # warm caches, as in a crawl under way
         warm.query_and_add(_key(-1 - i), Document(text))
@@ -405,14 +405,14 @@ class Signatures:
         if self.name == "supershingles":
             return list(rng.integers(1, 2**64, size=(n, 14), dtype=np.uint64))
         if self.name == "sentences":
-            from scrapy_neardup.algorithms.sentences import SentencesSignature
+            from scrapy_neardup.backends.sentences import SentencesSignature
 
             raw, lengths = rng.bytes(16 * n), rng.integers(500, 20_000, size=n)
             return [
                 SentencesSignature(raw[16 * i : 16 * i + 16], int(lengths[i])) for i in range(n)
             ]
         if self.name == "cosine":
-            bits = make_method("cosine").bits
+            bits = make_backend("cosine").bits
             raw = rng.bytes(bits // 8 * n)
             step = bits // 8
             return [int.from_bytes(raw[i : i + step], "little") for i in range(0, len(raw), step)]
@@ -465,7 +465,7 @@ class Signatures:
         if self.name == "sentences":
             return type(sig)(sig.digest, int(sig.length * 0.95))
         if self.name == "cosine":  # about 3% of the bits flipped: cosine ~0.995
-            bits = make_method("cosine").bits
+            bits = make_backend("cosine").bits
             flips = rng.choice(bits, size=bits * 3 // 100, replace=False)
             mask = sum(1 << int(b) for b in flips)
             return sig ^ mask
@@ -484,7 +484,7 @@ def spot_model() -> dict[str, Any] | None:
     bodies = load_article_bodies()
     if not bodies:
         return None
-    method = make_method("spotsigs")
+    method = make_backend("spotsigs")
     sigs = [method.signature(Document(body)) for body in bodies]
     values, counts = np.unique(np.concatenate(sigs), return_counts=True)
     shared = counts >= 3  # calibrated: then ~5% of the index are candidates, as among the bodies
@@ -525,7 +525,7 @@ def scale_backend(
     gen = Signatures(name, seed, model)
     gc.collect()
     rss0 = rss_bytes()
-    method = make_method(name)
+    method = make_backend(name)
     index = Index(method, MemoryBucketStore(codec=method))  # as the engine makes its stores
     bases: list[Any] = []
     filled = 0
@@ -689,7 +689,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "near-duplicates (an earlier document with one sentence replaced).\n",
         flush=True,
     )
-    spot_sizes = [len(make_method("spotsigs").signature(Document(d))) for d in docs[:200]]
+    spot_sizes = [len(make_backend("spotsigs").signature(Document(d))) for d in docs[:200]]
     thr = throughput(docs, warmup, repeats)
     print_throughput(thr, len(docs), avg)
     sizes = signature_sizes(docs[:200])

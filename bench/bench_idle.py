@@ -37,7 +37,7 @@ Measured per run:
 
 Every process of the tree must be gone once ``scrapy bench`` has exited (this process makes
 itself a child subreaper, so orphans are found too): any left after 5 s is reported as a
-FAILED line, killed, and makes the exit status 1. Targets (the issue): pages with the add-on
+FAILED line, killed, and makes the exit status 1. Targets: pages with the add-on
 >= 0.9x plain; extra peak tree memory <= 60 MB; the first request within about a second of
 the spider opening. Missing a target does not change the exit status; errors do.
 """

@@ -3,7 +3,7 @@
     python bench/bench_memory.py [--n 1000000] [--quick] [--backends minhash,spotsigs]
 
 A crawl's index holds, per kept page, its key (a URL), the backend's signature, the phrase
-filter that verifies candidates (``algorithms/containment.py``) and the page's postings. The
+filter that verifies candidates (``backends/containment.py``) and the page's postings. The
 pages of the article-extraction benchmark (``../shared/data``; generated text without it)
 are cut into 5 KB documents and signed as the crawl signs them; N documents are then indexed
 by the engine's ``Index`` over the memory store, each a signed document with its backend
@@ -20,7 +20,7 @@ For MinHash, also the LSHBloom index (``NEARDUP_INDEX = "lshbloom"``, its defaul
 Then the bytes per document in Redis (``INFO memory``) for every backend, 2,000 documents
 checked through the Redis state on a redis-server of its own.
 
-Targets (issue 14): at 1M documents, MinHash <= 1 KB and SpotSigs <= 3 KB per document.
+Targets: at 1M documents, MinHash <= 1 KB and SpotSigs <= 3 KB per document.
 ``--quick`` (``bench/run --quick``): 100,000 documents.
 """
 
@@ -43,10 +43,10 @@ if str(ROOT) not in sys.path:
 
 from bench.common import rss_bytes  # noqa: E402
 from corpus import load_article_bodies  # noqa: E402
-from scrapy_neardup.algorithms import METHODS, make_method  # noqa: E402
-from scrapy_neardup.algorithms.containment import Verified  # noqa: E402
-from scrapy_neardup.algorithms.excerpts import Stored  # noqa: E402
-from scrapy_neardup.engine import Index  # noqa: E402
+from scrapy_neardup.backends import BACKENDS, make_backend  # noqa: E402
+from scrapy_neardup.backends.containment import Verified  # noqa: E402
+from scrapy_neardup.backends.excerpts import Stored  # noqa: E402
+from scrapy_neardup.deduplicator import Index  # noqa: E402
 from scrapy_neardup.storage.lshbloom import DEFAULT_WINDOW as LSHBLOOM_WINDOW  # noqa: E402
 from scrapy_neardup.storage.lshbloom import LSHBloomStore  # noqa: E402
 from scrapy_neardup.storage.memory import MemoryBucketStore  # noqa: E402
@@ -56,7 +56,7 @@ SIGNED = 400  # distinct real documents signed; the N indexed are redrawn from t
 
 
 class DictStore:
-    """The memory store before issue 14: a dict of buckets, a dict of signature objects."""
+    """The plain store to compare with: a dict of buckets, a dict of signature objects."""
 
     def __init__(self) -> None:
         self.buckets: dict[int, Any] = {}
@@ -117,9 +117,9 @@ def fill(
     name: str, store_name: str, sizes: list[int], seed: int, queue: Any, excerpts: bool = True
 ) -> None:
     """In a child process: index up to max(sizes) documents, RSS per document at each size.
-    Each document's excerpt keys (``algorithms/excerpts.py``) are drawn again too, as many as
+    Each document's excerpt keys (``backends/excerpts.py``) are drawn again too, as many as
     its text has (none without ``excerpts``)."""
-    method = Verified(make_method(name))
+    method = Verified(make_backend(name))
     signed = [method.signature(Document(t)) for t in documents(SIGNED, seed)]
     signed = [s for s in signed if s[1].count]
     counts = [len(method.excerpts.fingerprints(s)) if excerpts else 0 for s in signed]
@@ -166,7 +166,7 @@ def measure(
     return found
 
 
-REDIS_BACKENDS = tuple(METHODS)  # every backend
+REDIS_BACKENDS = tuple(BACKENDS)  # every backend
 
 
 def redis_bytes(n: int = 2000) -> dict[str, float]:

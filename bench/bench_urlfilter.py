@@ -53,8 +53,9 @@ from corpus import load_article_urls  # noqa: E402
 from scrapy_neardup.dupefilter import NearDupDupeFilter  # noqa: E402
 from scrapy_neardup.exceptions import InvalidURL  # noqa: E402
 from scrapy_neardup.middlewares import FrontierMiddleware  # noqa: E402
+from scrapy_neardup.storage.bloom import ScalableBloomFilter  # noqa: E402
 from scrapy_neardup.storage.fingerprints import FingerprintStore  # noqa: E402
-from scrapy_neardup.urls import ScalableBloomFilter, canonical_url, url_fingerprint  # noqa: E402
+from scrapy_neardup.urls import canonical_url, url_fingerprint  # noqa: E402
 
 WORDS = (
     "market city report police school water energy health court music travel science game "

@@ -28,7 +28,7 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from scrapy_neardup.engine import Deduplicator
+    from scrapy_neardup.deduplicator import Deduplicator
     from scrapy_neardup.exceptions import InvalidURL
     from scrapy_neardup.text import Document, normalize
     from scrapy_neardup.urls import canonical_url

@@ -56,13 +56,13 @@ from evaluation.scoring import (  # noqa: E402
     plain_datasketch,
     plain_simhash,
 )
-from scrapy_neardup.algorithms.spotsigs import ENGLISH_ANTECEDENTS  # noqa: E402
+from scrapy_neardup.backends.spotsigs import ENGLISH_ANTECEDENTS  # noqa: E402
 
 PRECISION_TARGET = 0.99
 RECALL_TARGET = 0.95
 FEW_ANTECEDENTS = frozenset("a an the is was were said".split())
 
-# The project's defaults (scrapy_neardup/config.py and algorithms/*), written out so the
+# The project's defaults (scrapy_neardup/config.py and backends/*), written out so the
 # tables say what they measured even if the code's defaults change.
 DEFAULTS = {
     "exact": Config.of("exact", label="exact"),
@@ -88,7 +88,7 @@ PROPOSED = {
     "minhash": Config.of(
         "minhash", label="minhash word:2 0.3", threshold=0.3, num_perm=128, shingles="word:2"
     ),
-    # The defaults before issue 12's last round, for comparison.
+    # Earlier defaults of these backends, for comparison.
     "simhash": Config.of("simhash", label="simhash k=6 all lines", k=6, shingles="word:1", lines=0),
     "spotsigs": Config.of(
         "spotsigs", label="spotsigs no anchors", threshold=0.5, chain=2, anchors=0

@@ -13,7 +13,7 @@ Printed per language: items kept and dropped; **false drops** (an item
 dropped as a duplicate of another article: lost data); **lost articles** (an article none of
 whose documents was kept); and how many of the documents that the targets call duplicates
 (every kind up to 5 % reprints) were dropped, with the 10 % and 20 % reprints apart. Which
-document of an article comes first depends on the order, and since issue 12 a later document
+document of an article comes first depends on the order, and a later document
 that carries more than the kept one (another article's paragraphs added, a lead and ads) is
 kept beside it: **missed** counts only the target documents kept although their ground truth
 was already, at least 80 % of its word 3-shingles, in a document kept before them (regex

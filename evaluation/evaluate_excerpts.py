@@ -13,9 +13,10 @@ The articles are split in two halves. Each half in turn is kept (checked, in ord
 be dropped (``would_drop_for``). An excerpt of a kept article must be dropped as a copy of it
 (recall), or of another kept article that holds it (where it goes when its own article was
 dropped as a copy of that one). An excerpt of an article of the other half must be kept: a
-drop is a wrong drop, counted against precision, unless at least 0.8 of the excerpt's word
-3-shingles are truly in the article it was dropped for (extracted Chinese pages of one site
-share their hot-news lists; two articles of the corpus share paragraphs). ``--off`` runs
+drop is a wrong drop, counted against precision, unless dropping it for that article is not
+lossy (``lossy(text_coverage(...))`` of ``backends/containment.py``: the excerpt's word
+3-shingles are truly there; extracted Chinese pages of one site share their hot-news lists,
+two articles of the corpus share paragraphs). ``--off`` runs
 without the excerpt keys (the backend's buckets only), for comparison.
 """
 
@@ -37,7 +38,8 @@ if str(ROOT) not in sys.path:
 from corpus.lang import is_cjk  # noqa: E402
 from corpus.sources import article_bodies, chinese_texts  # noqa: E402
 from corpus.text import excerpt  # noqa: E402
-from scrapy_neardup.engine import Deduplicator  # noqa: E402
+from scrapy_neardup.backends.containment import lossy, text_coverage  # noqa: E402
+from scrapy_neardup.deduplicator import Deduplicator  # noqa: E402
 from scrapy_neardup.text import Document  # noqa: E402
 
 SHARES = (0.1, 0.2, 1 / 3, 0.5)
@@ -86,17 +88,11 @@ def make_excerpts(articles: dict[str, str], seed: int = 0) -> list[tuple[str, fl
     return out
 
 
-def _phrases(text: str) -> set[tuple[str, ...]]:
-    tokens = Document(text).tokens
-    return set(zip(tokens, tokens[1:], tokens[2:], strict=False))
-
-
-def truly_contained(part: str, kept: str, at: float = 0.8) -> bool:
-    """Whether at least ``at`` of the excerpt's word 3-shingles are in the kept text, counted
-    exactly: a drop for a page that holds the excerpt (the same hot-news list in two pages of
-    one site, an article that quotes another) is no wrong drop."""
-    mine = _phrases(part)
-    return len(mine & _phrases(kept)) >= at * len(mine)
+def truly_contained(part: str, kept: str) -> bool:
+    """Whether dropping the excerpt for the kept text loses nothing (not :func:`lossy` by the
+    exact :func:`text_coverage`): a drop for a page that holds the excerpt (the same hot-news
+    list in two pages of one site, an article that quotes another) is no wrong drop."""
+    return not lossy(text_coverage(part, kept))
 
 
 def evaluate(

@@ -1,4 +1,4 @@
-"""Real documentation sites and partly translated books, crawled as a user would (issue 12).
+"""Real documentation sites and partly translated books, crawled as a user would.
 
     python evaluation/evaluate_sites.py [--backends minhash,simhash,spotsigs] [--sites git,...]
                                         [--max-pages 700] [--cache DIR] [--out DIR]
@@ -24,7 +24,7 @@ Scoring reads the pages with none of the plugin's extraction: each page's main t
 trafilatura's (its default cascade, as a user calling it would get; the whole ``<body>`` text
 where it finds nothing, so an empty extraction never hides a loss). It measures them as the
 decision and the audit page do, exactly
-(:func:`scrapy_neardup.algorithms.containment.text_coverage`: the plugin's words, jieba for
+(:func:`scrapy_neardup.backends.containment.text_coverage`: the plugin's words, jieba for
 CJK). The *containment* of a dropped page in the page it was dropped for is the share of its
 word 3-shingles within its lines found in that page (see :class:`Texts`); below
 :data:`LOSSY_BELOW` (0.8) a drop is **lossy**: the crawl lost text that nothing it kept holds.
@@ -63,7 +63,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import run_spider, serve_pages  # noqa: E402
-from scrapy_neardup.algorithms.containment import LOSSY_BELOW, text_coverage  # noqa: E402
+from scrapy_neardup.backends.containment import LOSSY_BELOW, text_coverage  # noqa: E402
 from scrapy_neardup.extraction import extract_main_text  # noqa: E402
 
 ALL_BACKENDS = [

@@ -2,7 +2,7 @@
 
 Everything but the exceptions is imported on first use: the extraction workers do not pay for
 Scrapy and Twisted, and Scrapy, which imports this package in every ``scrapy`` command to find
-``neardup-stats``, does not pay for numpy, datasketch and scipy (about 60 MB) in crawls that
+``neardup-stats``, does not pay for numpy, datasketch and scipy in crawls that
 do not use the plugin.
 """
 
@@ -15,8 +15,8 @@ from scrapy_neardup.exceptions import ConfigError, NearDupError, StateError, Sto
 
 if TYPE_CHECKING:
     from scrapy_neardup.addon import Addon
+    from scrapy_neardup.deduplicator import Deduplicator, Verdict
     from scrapy_neardup.dupefilter import NearDupDupeFilter
-    from scrapy_neardup.engine import Deduplicator, Verdict
     from scrapy_neardup.middlewares import PageTextMiddleware, UrlFilterMiddleware
     from scrapy_neardup.pipeline import NearDupPipeline
 
@@ -24,8 +24,8 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Addon": "scrapy_neardup.addon",
-    "Deduplicator": "scrapy_neardup.engine",
-    "Verdict": "scrapy_neardup.engine",
+    "Deduplicator": "scrapy_neardup.deduplicator",
+    "Verdict": "scrapy_neardup.deduplicator",
     "NearDupDupeFilter": "scrapy_neardup.dupefilter",
     "NearDupPipeline": "scrapy_neardup.pipeline",
     "PageTextMiddleware": "scrapy_neardup.middlewares",

@@ -32,10 +32,17 @@ LINK_BATCH_PRIORITY = 5
 
 
 class Addon:
-    """Wires the dupefilter, both middlewares and the pipeline into a crawler's settings.
+    """Wires the dupefilter, the middlewares and the pipeline into a crawler's settings.
 
     A ``DUPEFILTER_CLASS`` the project chose (e.g. scrapy-redis's) is left alone: the
-    downloader middleware then does the URL filtering on its own.
+    downloader middleware then does the URL filtering on its own. With
+    ``NEARDUP_ENABLED = False`` nothing is wired.
+
+    Example:
+        In a project's ``settings.py``, the one line a user writes::
+
+            ADDONS = {"scrapy_neardup.Addon": 500}
+            NEARDUP_BACKEND = "minhash"  # any other NEARDUP_* setting, as needed
     """
 
     def update_settings(self, settings: BaseSettings) -> None:

@@ -1,32 +1,12 @@
 """``neardup``: deduplicate a folder of text or JSONL documents without a crawl.
 
-Useful to try the backends on one's own documents, and to dedupe a corpus after the fact::
-
     neardup dedupe DIR [--backend minhash] [--text-field text] [--json] [--no-progress]
 
-Documents are ``.txt`` and ``.md`` files, files without a suffix, and the lines of ``.jsonl`` /
-``.ndjson`` files (the text in ``--text-field``; the key is the record's ``url`` or ``id``).
-The backend defaults to :data:`~scrapy_neardup.algorithms.DEFAULT_METHOD`, as the add-on and
-:class:`~scrapy_neardup.engine.Deduplicator` do.
-
-Real folders hold more than text, so the bytes decide, not the name:
-
-- binary files (a ``.DS_Store``, an image, a gzip, whatever the suffix) are skipped: a NUL byte
-  outside a UTF-16/32 byte-order mark, or no text encoding that fits, marks them;
-- encodings: a byte-order mark (UTF-8, UTF-16, UTF-32) wins; then strict UTF-8; then a file whose
-  only non-ASCII bytes stand alone between ASCII ones is Windows-1252 (curly quotes and accented
-  letters in Western text; CJK encodings always pair their high bytes, and UTF-8 was tried);
-  anything else goes to charset-normalizer, preferring Windows-1252, then GB18030, among its
-  equally good guesses (alone it reads French cp1252 as cp1250, "très" becoming "trčs", and
-  short GB18030 Chinese as Korean cp949);
-- files that are empty or blank once decoded are skipped too; so are unreadable ones.
-
-Every skipped file or JSONL line is reported on stderr as it is met, listed after the summary,
-and in ``--json`` under ``"skipped"`` (``path``, ``line`` for a JSONL line, ``reason``).
-
-On a terminal, a progress line on stderr (share of bytes read, documents, drops, skips) is
-redrawn at most ten times a second and erased at the end; off a terminal (a pipe, a file, CI)
-nothing is drawn, so the output is the same as without it.
+Promises: documents are ``.txt``/``.md`` files, files without a suffix, and the lines of
+``.jsonl``/``.ndjson`` files (text in ``--text-field``, key from ``url`` or ``id``); each is
+checked by a :class:`~scrapy_neardup.deduplicator.Deduplicator` with the add-on's defaults, in
+a stable order, and the verdicts are printed (``--json``: one JSON object a line). It never
+writes to the folder. Rationale: ``docs/design.md#neardup-cli``.
 """
 
 from __future__ import annotations
@@ -46,8 +26,8 @@ from typing import Any, BinaryIO, TextIO
 
 from charset_normalizer import from_bytes
 
-from scrapy_neardup.algorithms import DEFAULT_METHOD, METHODS
-from scrapy_neardup.engine import DEFAULT_MIN_TOKENS, Deduplicator
+from scrapy_neardup.backends import BACKENDS, DEFAULT_BACKEND
+from scrapy_neardup.deduplicator import DEFAULT_MIN_TOKENS, Deduplicator
 
 TEXT_SUFFIXES = (".txt", ".md", "")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -359,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("dedupe", help="deduplicate .txt/.md files and JSONL lines under a folder")
     p.add_argument("path", help="a folder (searched recursively) or one file")
-    p.add_argument("--backend", choices=sorted(METHODS), default=DEFAULT_METHOD)
+    p.add_argument("--backend", choices=sorted(BACKENDS), default=DEFAULT_BACKEND)
     p.add_argument("--text-field", default="text", help="JSONL field holding the text")
     p.add_argument("--min-tokens", type=int, default=DEFAULT_MIN_TOKENS)
     p.add_argument("--json", action="store_true", help="machine-readable output")

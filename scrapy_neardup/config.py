@@ -1,14 +1,11 @@
-"""Settings, read once into a frozen, validated config.
+"""Settings, read once into a frozen, validated :class:`NearDupConfig`.
 
-Every value is read through Scrapy's own ``Settings`` API (``getbool``, ``getint``,
-``getfloat``, ``getdict``, ``getlist``), so a value given on the command line
-(``-s NEARDUP_BACKEND_PARAMS='{"num_perm": 256}'``) means what it means to Scrapy, and booleans
-are parsed one way everywhere (:func:`bool_setting`, :func:`enabled`). On top of Scrapy's
-parsing, values it would silently bend are refused: ``2`` or ``2.5`` for a boolean, ``2.5``
-for an integer (``getint`` truncates), ``True`` for a number, NaN.
-
-A wrong value stops the crawl at start with a :class:`ConfigError` that names the setting,
-the value and what is allowed; the config can be built and tested without a crawl.
+Promises: every ``NEARDUP_*`` setting of :mod:`scrapy_neardup.settings` (the one table of
+names, types, defaults and ranges) is read through Scrapy's own ``Settings`` API, so a value
+from the command line means what it means to Scrapy; values Scrapy would silently bend (``2``
+for a boolean, ``2.5`` for an integer, NaN) are refused with a :class:`ConfigError` naming the
+setting, the value and what is allowed. It builds nothing: backends and stores are
+:mod:`scrapy_neardup.factories`. Rationale: ``docs/design.md#settings``.
 """
 
 from __future__ import annotations
@@ -16,32 +13,22 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from scrapy_neardup.algorithms import DEFAULT_METHOD, METHODS
-from scrapy_neardup.algorithms.containment import (
-    BOILERPLATE_SHARE,
-    COVERAGE,
-    DECISIONS,
-    RELATED,
-    SHINGLES,
-    SIMILAR_SHINGLES,
-    candidate_params,
-)
+from scrapy_neardup.backends import BACKENDS
+from scrapy_neardup.backends.containment import candidate_params
 from scrapy_neardup.exceptions import ConfigError
-from scrapy_neardup.urls import DEFAULT_STRIP_PARAMS
+from scrapy_neardup.factories import backend_from_config
+from scrapy_neardup.settings import SETTINGS, Setting, default
 
-ACTIONS = ("drop", "tag")
-DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 #: The built-in state implementations; ``NEARDUP_STORAGE`` may also name a class by its
 #: dotted import path, as Scrapy's ``HTTPCACHE_STORAGE`` does.
 STORAGES = ("memory", "redis")
-REDIS_ON_ERROR = ("fail-open", "fail-closed")
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 SettingsLike = BaseSettings | Mapping[str, Any]
@@ -91,7 +78,7 @@ def bool_setting(settings: SettingsLike, name: str, default: bool) -> bool:
 
 def enabled(settings: SettingsLike) -> bool:
     """``NEARDUP_ENABLED``, parsed as :class:`NearDupConfig` parses it (:func:`bool_setting`)."""
-    return bool_setting(settings, "NEARDUP_ENABLED", True)
+    return bool_setting(settings, "NEARDUP_ENABLED", default("NEARDUP_ENABLED"))
 
 
 def _int(settings: BaseSettings, name: str, default: int, lo: int, hi: int | None = None) -> int:
@@ -168,7 +155,7 @@ def _strip_params(settings: BaseSettings) -> tuple[str, ...]:
         except ValueError:
             raise ConfigError(name, raw, _STRIP_ALLOWED) from None
     elif raw is None or isinstance(raw, (str, list, tuple)):
-        params = settings.getlist(name, list(DEFAULT_STRIP_PARAMS))
+        params = settings.getlist(name, list(default(name)))
         if isinstance(raw, str):  # "utm_*, ref," from the command line
             params = [p.strip() for p in params if p.strip()]
     else:  # getlist would take a dict's keys, or a set in no particular order
@@ -177,9 +164,6 @@ def _strip_params(settings: BaseSettings) -> tuple[str, ...]:
     if not isinstance(params, list) or not all(isinstance(p, str) and p.strip("*") for p in params):
         raise ConfigError(name, raw, _STRIP_ALLOWED)
     return tuple(params)
-
-
-INDEXES = ("buckets", "lshbloom")
 
 
 def _choice(settings: BaseSettings, name: str, default: str, choices: tuple[str, ...]) -> str:
@@ -191,7 +175,7 @@ def _choice(settings: BaseSettings, name: str, default: str, choices: tuple[str,
 
 def _storage(settings: BaseSettings) -> str:
     """``"memory"``, ``"redis"`` (any case), or a dotted class path, kept as given."""
-    value = settings.get("NEARDUP_STORAGE", "memory")
+    value = settings.get("NEARDUP_STORAGE", default("NEARDUP_STORAGE"))
     if isinstance(value, str):
         text = value.strip()
         if text.lower() in STORAGES:
@@ -216,7 +200,7 @@ def _field_name(settings: BaseSettings, name: str, default: str | None) -> str |
 
 
 def _redis_url(settings: BaseSettings) -> str:
-    value = settings.get("NEARDUP_REDIS_URL", DEFAULT_REDIS_URL)
+    value = settings.get("NEARDUP_REDIS_URL", default("NEARDUP_REDIS_URL"))
     if not isinstance(value, str) or not value.strip().lower().startswith(REDIS_SCHEMES):
         raise ConfigError(
             "NEARDUP_REDIS_URL",
@@ -237,95 +221,112 @@ def _key_prefix(settings: BaseSettings) -> str | None:
 
 
 def _init_params(cls: type) -> set[str]:
-    """The constructor's parameter names: ``NEARDUP_THRESHOLD`` goes to every method that
+    """The constructor's parameter names: ``NEARDUP_THRESHOLD`` goes to every backend that
     takes a ``threshold``, so a new backend needs no line here."""
     return set(inspect.signature(cls).parameters)
 
 
-#: At most this many extraction workers by default: the crawler process feeds them, and on
-#: pages like sqlite3-doc's it spends about as long per page as a worker does.
-MAX_DEFAULT_WORKERS = 8
+def _table(name: str) -> Callable[[], Any]:
+    """The default of a field: the table's, computed when a config is made."""
+    return SETTINGS[name].default_value
 
 
-def default_workers() -> int:
-    """``NEARDUP_WORKERS``'s default: the cores this process may run on
-    (``sched_getaffinity``, which a container's cpuset or ``taskset`` narrows) that other
-    work leaves free (the 1-minute load average, whole cores), at least 1 and at most
-    :data:`MAX_DEFAULT_WORKERS`."""
-    from scrapy_neardup.extraction import usable_cores
+_BACKEND_PARAMS_ALLOWED = "a dict of backend options, or a JSON object like '{\"num_perm\": 256}'"
 
-    cores = usable_cores()
-    try:
-        busy = int(os.getloadavg()[0])
-    except (AttributeError, OSError):
-        busy = 0
-    return max(1, min(cores - busy, cores, MAX_DEFAULT_WORKERS))
+
+def _read(settings: BaseSettings, spec: Setting) -> Any:
+    """One setting, parsed and checked as its row of the table says."""
+    name, value = spec.name, spec.default_value()
+    if spec.kind == "field":
+        return _field_name(settings, name, value)
+    if spec.kind == "strip_params":
+        return _strip_params(settings)
+    if spec.kind == "storage":
+        return _storage(settings)
+    if spec.kind == "redis_url":
+        return _redis_url(settings)
+    if spec.kind == "key_prefix":
+        return _key_prefix(settings)
+    if spec.choices:
+        return _choice(settings, name, value, spec.choices)
+    if spec.type is bool:
+        return bool_setting(settings, name, value)
+    if spec.type is int:
+        high = None if spec.high is None else int(spec.high)
+        return _int(settings, name, value, int(spec.low or 0), high)
+    if spec.type is float:
+        return _float(settings, name, value, spec.low or 0.0, spec.high or 1.0, spec.low_ok)
+    if spec.type is dict:
+        return _dict(settings, name, _BACKEND_PARAMS_ALLOWED)
+    raise AssertionError(f"no parser for {name}")  # a row of the table without one
 
 
 @dataclass(frozen=True)
 class NearDupConfig:
-    """Everything the components need, validated once."""
+    """Everything the components need, validated once: one field per row of
+    :data:`~scrapy_neardup.settings.SETTINGS` (``NEARDUP_X`` is ``x``), its default from it.
 
-    enabled: bool = True
-    # URL filter
-    url_filter: bool = True
-    url_confirm: bool = True
-    bloom_capacity: int = 1_000_000
-    bloom_error_rate: float = 0.001
-    strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS
-    strip_trailing_slash: bool = True
-    check_canonical: bool = True
-    # main content
-    extract: bool = True
-    extract_fast: bool = True
-    workers: int = 2
-    max_body_bytes: int = 10 * 1024 * 1024
-    max_text_chars: int = 500_000
-    # per page, in a worker (0: no limit); see extraction.py for why these defaults
-    page_timeout: float = 20.0
-    page_memory: int = 1024
-    text_field: str | None = None
-    url_field: str | None = "url"
+    Example:
+        >>> NearDupConfig.from_settings({"NEARDUP_BACKEND": "simhash"}).backend
+        'simhash'
+    """
+
+    enabled: bool = field(default_factory=_table("NEARDUP_ENABLED"))
     # near-duplicates
-    backend: str = DEFAULT_METHOD
-    threshold: float | None = None
-    simhash_k: int = 7
-    # what drops a page (algorithms/containment.py): "contained" or "similar"
-    decision: str = "contained"
-    contained_words: float = COVERAGE
-    contained_shingles: float = SHINGLES
-    related: float = RELATED
-    similarity: float | None = None  # None: the backend's default (see Verified)
-    similarity_shingles: int = SIMILAR_SHINGLES
-    boilerplate_share: float = BOILERPLATE_SHARE
-    min_tokens: int = 50
-    backend_params: dict[str, Any] = field(default_factory=dict)
-    # "buckets", or "lshbloom" (scrapy_neardup.storage.lshbloom: minhash, in memory)
-    index: str = "buckets"
-    lshbloom_window: int = 100_000
-    action: str = "drop"
-    duplicate_of_field: str = "duplicate_of"
-    similarity_field: str = "duplicate_similarity"
-    related_field: str = "related_to"
-    near_field: str = "near_duplicate_of"
+    backend: str = field(default_factory=_table("NEARDUP_BACKEND"))
+    threshold: float | None = field(default_factory=_table("NEARDUP_THRESHOLD"))
+    simhash_k: int = field(default_factory=_table("NEARDUP_SIMHASH_K"))
+    backend_params: dict[str, Any] = field(default_factory=_table("NEARDUP_BACKEND_PARAMS"))
+    decision: str = field(default_factory=_table("NEARDUP_DECISION"))
+    contained_words: float = field(default_factory=_table("NEARDUP_CONTAINED_WORDS"))
+    contained_shingles: float = field(default_factory=_table("NEARDUP_CONTAINED_SHINGLES"))
+    related: float = field(default_factory=_table("NEARDUP_RELATED"))
+    similarity: float | None = field(default_factory=_table("NEARDUP_SIMILARITY"))
+    similarity_shingles: int = field(default_factory=_table("NEARDUP_SIMILARITY_SHINGLES"))
+    boilerplate_share: float = field(default_factory=_table("NEARDUP_BOILERPLATE_SHARE"))
+    min_tokens: int = field(default_factory=_table("NEARDUP_MIN_TOKENS"))
+    index: str = field(default_factory=_table("NEARDUP_INDEX"))
+    lshbloom_window: int = field(default_factory=_table("NEARDUP_LSHBLOOM_WINDOW"))
+    action: str = field(default_factory=_table("NEARDUP_ACTION"))
+    duplicate_of_field: str = field(default_factory=_table("NEARDUP_DUPLICATE_OF_FIELD"))
+    similarity_field: str = field(default_factory=_table("NEARDUP_SIMILARITY_FIELD"))
+    related_field: str = field(default_factory=_table("NEARDUP_RELATED_FIELD"))
+    near_field: str = field(default_factory=_table("NEARDUP_NEAR_FIELD"))
+    text_field: str | None = field(default_factory=_table("NEARDUP_TEXT_FIELD"))
+    url_field: str | None = field(default_factory=_table("NEARDUP_URL_FIELD"))
+    # URL filter
+    url_filter: bool = field(default_factory=_table("NEARDUP_URL_FILTER"))
+    bloom_capacity: int = field(default_factory=_table("NEARDUP_BLOOM_CAPACITY"))
+    bloom_error_rate: float = field(default_factory=_table("NEARDUP_BLOOM_ERROR_RATE"))
+    url_confirm: bool = field(default_factory=_table("NEARDUP_URL_CONFIRM"))
+    strip_params: tuple[str, ...] = field(default_factory=_table("NEARDUP_STRIP_PARAMS"))
+    strip_trailing_slash: bool = field(default_factory=_table("NEARDUP_STRIP_TRAILING_SLASH"))
+    check_canonical: bool = field(default_factory=_table("NEARDUP_CHECK_CANONICAL"))
+    # main content
+    extract: bool = field(default_factory=_table("NEARDUP_EXTRACT"))
+    extract_fast: bool = field(default_factory=_table("NEARDUP_EXTRACT_FAST"))
+    workers: int = field(default_factory=_table("NEARDUP_WORKERS"))
+    max_body_bytes: int = field(default_factory=_table("NEARDUP_MAX_BODY_BYTES"))
+    max_text_chars: int = field(default_factory=_table("NEARDUP_MAX_TEXT_CHARS"))
+    page_timeout: float = field(default_factory=_table("NEARDUP_PAGE_TIMEOUT"))
+    page_memory: int = field(default_factory=_table("NEARDUP_PAGE_MEMORY"))
     # state: "memory", "redis", or the dotted import path of a state class
-    storage: str = "memory"
-    redis_url: str = DEFAULT_REDIS_URL
-    key_prefix: str | None = None
-    redis_on_error: str = "fail-open"
-    redis_timeout: float = 5.0
-    state_dir: Path | None = None
-    flush_interval: float = 1.0
-    # characters of each checked document's text kept for `neardup-stats --html` (0: none)
-    keep_text: int = 0
-    debug: bool = False
+    storage: str = field(default_factory=_table("NEARDUP_STORAGE"))
+    state_dir: Path | None = field(default_factory=_table("NEARDUP_STATE_DIR"))
+    flush_interval: float = field(default_factory=_table("NEARDUP_FLUSH_INTERVAL"))
+    keep_text: int = field(default_factory=_table("NEARDUP_KEEP_TEXT"))
+    redis_url: str = field(default_factory=_table("NEARDUP_REDIS_URL"))
+    key_prefix: str | None = field(default_factory=_table("NEARDUP_KEY_PREFIX"))
+    redis_on_error: str = field(default_factory=_table("NEARDUP_REDIS_ON_ERROR"))
+    redis_timeout: float = field(default_factory=_table("NEARDUP_REDIS_TIMEOUT"))
+    debug: bool = field(default_factory=_table("NEARDUP_DEBUG"))
 
-    def method_params(self) -> dict[str, Any]:
-        """Constructor arguments of the configured method."""
+    def backend_kwargs(self) -> dict[str, Any]:
+        """Constructor arguments of the configured backend."""
         params = dict(self.backend_params)
         if self.backend == "simhash":
             params.setdefault("k", self.simhash_k)
-        elif self.threshold is not None and "threshold" in _init_params(METHODS[self.backend]):
+        elif self.threshold is not None and "threshold" in _init_params(BACKENDS[self.backend]):
             params.setdefault("threshold", self.threshold)
         for name, value in candidate_params(
             self.backend, self.decision, self.similarity_shingles
@@ -351,60 +352,12 @@ class NearDupConfig:
     def from_settings(cls, settings: SettingsLike) -> NearDupConfig:
         """Read ``NEARDUP_*`` (and ``JOBDIR``) from Scrapy settings or any mapping."""
         s = as_settings(settings)
-        state_dir = state_dir_from(s)
-        config = cls(
-            enabled=enabled(s),
-            url_filter=bool_setting(s, "NEARDUP_URL_FILTER", True),
-            url_confirm=bool_setting(s, "NEARDUP_URL_CONFIRM", True),
-            # 10**10 URLs is already 18 GB of bits: more is a typo, not a crawl
-            bloom_capacity=_int(s, "NEARDUP_BLOOM_CAPACITY", 1_000_000, 1, 10**10),
-            bloom_error_rate=_float(s, "NEARDUP_BLOOM_ERROR_RATE", 0.001, 0.0, 0.5),
-            strip_params=_strip_params(s),
-            strip_trailing_slash=bool_setting(s, "NEARDUP_STRIP_TRAILING_SLASH", True),
-            check_canonical=bool_setting(s, "NEARDUP_CHECK_CANONICAL", True),
-            extract=bool_setting(s, "NEARDUP_EXTRACT", True),
-            extract_fast=bool_setting(s, "NEARDUP_EXTRACT_FAST", True),
-            workers=_int(s, "NEARDUP_WORKERS", default_workers(), 0, 64),
-            max_body_bytes=_int(s, "NEARDUP_MAX_BODY_BYTES", 10 * 1024 * 1024, 1024),
-            max_text_chars=_int(s, "NEARDUP_MAX_TEXT_CHARS", 500_000, 100),
-            page_timeout=_float(s, "NEARDUP_PAGE_TIMEOUT", 20.0, 0.0, 86400.0, True),
-            page_memory=_int(s, "NEARDUP_PAGE_MEMORY", 1024, 0, 1024 * 1024),
-            text_field=_field_name(s, "NEARDUP_TEXT_FIELD", None),
-            url_field=_field_name(s, "NEARDUP_URL_FIELD", "url"),
-            backend=_choice(s, "NEARDUP_BACKEND", DEFAULT_METHOD, tuple(METHODS)),
-            threshold=_float(s, "NEARDUP_THRESHOLD", None, 0.0, 1.0),
-            simhash_k=_int(s, "NEARDUP_SIMHASH_K", 7, 1, 12),
-            decision=_choice(s, "NEARDUP_DECISION", "contained", DECISIONS),
-            contained_words=_float(s, "NEARDUP_CONTAINED_WORDS", COVERAGE, 0.0, 1.0),
-            contained_shingles=_float(s, "NEARDUP_CONTAINED_SHINGLES", SHINGLES, 0.0, 1.0),
-            related=_float(s, "NEARDUP_RELATED", RELATED, 0.0, 1.0),
-            similarity=_float(s, "NEARDUP_SIMILARITY", None, 0.0, 1.0),
-            similarity_shingles=_int(s, "NEARDUP_SIMILARITY_SHINGLES", SIMILAR_SHINGLES, 1, 5),
-            boilerplate_share=_float(s, "NEARDUP_BOILERPLATE_SHARE", BOILERPLATE_SHARE, 0.0, 1.0),
-            min_tokens=_int(s, "NEARDUP_MIN_TOKENS", 50, 0),
-            backend_params=_dict(
-                s,
-                "NEARDUP_BACKEND_PARAMS",
-                "a dict of method options, or a JSON object like '{\"num_perm\": 256}'",
-            ),
-            index=_choice(s, "NEARDUP_INDEX", "buckets", INDEXES),
-            lshbloom_window=_int(s, "NEARDUP_LSHBLOOM_WINDOW", 100_000, 2),
-            action=_choice(s, "NEARDUP_ACTION", "drop", ACTIONS),
-            duplicate_of_field=_field_name(s, "NEARDUP_DUPLICATE_OF_FIELD", "duplicate_of"),
-            similarity_field=_field_name(s, "NEARDUP_SIMILARITY_FIELD", "duplicate_similarity"),
-            related_field=_field_name(s, "NEARDUP_RELATED_FIELD", "related_to"),
-            near_field=_field_name(s, "NEARDUP_NEAR_FIELD", "near_duplicate_of"),
-            storage=_storage(s),
-            redis_url=_redis_url(s),
-            key_prefix=_key_prefix(s),
-            redis_on_error=_choice(s, "NEARDUP_REDIS_ON_ERROR", "fail-open", REDIS_ON_ERROR),
-            redis_timeout=_float(s, "NEARDUP_REDIS_TIMEOUT", 5.0, 0.0, 600.0),
-            state_dir=state_dir,
-            flush_interval=_float(s, "NEARDUP_FLUSH_INTERVAL", 1.0, 0.0, 3600.0, True),
-            keep_text=_int(s, "NEARDUP_KEEP_TEXT", 0, 0, 10_000_000),
-            debug=bool_setting(s, "NEARDUP_DEBUG", False),
-        )
-        config.make_method()  # unknown backend options fail here, at start
+        values = {"state_dir": state_dir_from(s)}  # NEARDUP_STATE_DIR, or JOBDIR/neardup
+        for spec in SETTINGS.values():
+            if spec.kind != "state_dir":
+                values[spec.field] = _read(s, spec)
+        config = cls(**values)
+        backend_from_config(config)  # unknown backend options fail here, at start
         if config.backend == "simhash" and config.similarity is not None:
             needed = round(64 * (1.0 - config.similarity) + 1e-9)
             if needed > config.simhash_k:
@@ -430,27 +383,6 @@ class NearDupConfig:
                     "'buckets' with NEARDUP_STORAGE='redis' (LSHBloom is a memory index)",
                 )
         return config
-
-    def stores(self) -> Any:
-        """The engine's store factory for a memory state: LSHBloom for the method's index
-        when NEARDUP_INDEX says so, the compact memory store for everything else."""
-        from scrapy_neardup.storage.lshbloom import LSHBloomStore
-        from scrapy_neardup.storage.memory import MemoryBucketStore
-
-        def make(name: str, codec: Any) -> Any:
-            if self.index == "lshbloom" and name != "exact":
-                return LSHBloomStore(codec, window=self.lshbloom_window)
-            return MemoryBucketStore(codec=codec)
-
-        return make
-
-    def make_method(self) -> Any:
-        from scrapy_neardup.algorithms import make_method
-
-        try:
-            return make_method(self.backend, **self.method_params())
-        except (TypeError, ValueError) as exc:
-            raise ConfigError("NEARDUP_BACKEND_PARAMS", self.backend_params, str(exc)) from None
 
 
 def state_dir_from(settings: SettingsLike) -> Path | None:

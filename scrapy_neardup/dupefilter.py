@@ -8,7 +8,7 @@ from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.deprecate import method_is_overridden
 
 from scrapy_neardup.exceptions import InvalidURL
-from scrapy_neardup.frontier import CHECKED_META, RECOVERED_META
+from scrapy_neardup.meta import CHECKED_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState
 
 if TYPE_CHECKING:
@@ -32,6 +32,16 @@ class NearDupDupeFilter(RFPDupeFilter):
 
     Also a scrapy-redis scheduler's ``DUPEFILTER_CLASS`` (:meth:`from_spider`, :meth:`clear`),
     with ``NEARDUP_STORAGE = "redis"`` so that every process shares the filter.
+
+    Args:
+        state: the crawler's state (:meth:`NearDupState.from_crawler`), which holds the filter.
+        debug: log every filtered request, not only the first (``DUPEFILTER_DEBUG``).
+        fingerprinter: the crawler's ``request_fingerprinter``.
+
+    Example:
+        Set by :class:`~scrapy_neardup.addon.Addon`; by hand::
+
+            DUPEFILTER_CLASS = "scrapy_neardup.NearDupDupeFilter"
     """
 
     def __init__(

@@ -293,7 +293,7 @@ class SignerSpec:
     max_chars: int
 
     def __call__(self) -> Signer:
-        from scrapy_neardup.engine import Deduplicator
+        from scrapy_neardup.deduplicator import Deduplicator
 
         dedup = Deduplicator(self.method, min_tokens=self.min_tokens, **dict(self.params))
         return Signer(dedup, self.max_chars)

@@ -17,7 +17,7 @@ from w3lib.url import safe_url_string
 from scrapy_neardup.dupefilter import ANSWERED_META, CHECKED_META
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.extraction import Extracted, PageLimitError
-from scrapy_neardup.frontier import FRONTIER_META, PARENT_META, RECOVERED_META
+from scrapy_neardup.meta import FRONTIER_META, PARENT_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState, PageText, freeze_startup_objects
 from scrapy_neardup.twisted_futures import await_future, call_soon
 from scrapy_neardup.urls import site_of
@@ -43,8 +43,8 @@ def find_canonical(response: Response) -> str | None:
     """
     if not isinstance(response, TextResponse):
         return None
-    # Searched in place, with an end position: a copy of the first 256 KB, lowercased, was
-    # most of this function's time (93 us a page against 54 on bench_crawl.py's pages).
+    # Searched in place, with an end position: a lowercased copy of the head would be most of
+    # this function's time (bench/bench_crawl.py).
     body = response.body
     end = min(len(body), _HEAD_BYTES)
     head_end = _HEAD_END_RE.search(body, 0, end)
@@ -73,6 +73,16 @@ class UrlFilterMiddleware:
     answer is awaited here, before the download. ``dont_filter`` and ``meta["neardup_skip"]``
     are respected. With a state whose checks reach a server (``state.remote``: Redis) the
     methods return a coroutine that awaits them; otherwise they check inline.
+
+    Args:
+        state: the crawler's state (:meth:`NearDupState.from_crawler`).
+        check_canonical: also check the response URL and its ``rel=canonical``
+            (``NEARDUP_CHECK_CANONICAL``).
+
+    Example:
+        Set by :class:`~scrapy_neardup.addon.Addon`; by hand::
+
+            DOWNLOADER_MIDDLEWARES = {"scrapy_neardup.UrlFilterMiddleware": 50}
     """
 
     def __init__(self, state: NearDupState, check_canonical: bool = True) -> None:
@@ -80,7 +90,7 @@ class UrlFilterMiddleware:
         self.check_canonical = check_canonical
         self.remote = state.remote
         if check_canonical:
-            # The public suffix list is parsed on first use (100-200 ms): now, not on the
+            # The public suffix list is parsed on first use, which is slow: now, not on the
             # reactor at the first page.
             site_of("http://example.com/")
 
@@ -225,21 +235,6 @@ def _same_site(url: str, other: str) -> bool:
     return site_of(url) == site_of(other)
 
 
-def component_enabled(settings: Any, setting: str, cls: type) -> bool:
-    """Whether ``cls`` is among the enabled components of ``setting`` (e.g.
-    ``SPIDER_MIDDLEWARES``), by class or import path, as Scrapy builds the list."""
-    from scrapy.utils.conf import build_component_list
-    from scrapy.utils.misc import load_object
-
-    for component in build_component_list(settings.getwithbase(setting)):
-        try:
-            if load_object(component) is cls:
-                return True
-        except (ImportError, NameError, ValueError, AttributeError):
-            continue
-    return False
-
-
 def _is_root(url: str) -> bool:
     from urllib.parse import urlsplit
 
@@ -254,6 +249,14 @@ class PageTextMiddleware:
     item without ``NEARDUP_TEXT_FIELD``. When one response yields several items, only the
     first is given the page's text: the others are different records of one page, which
     page text cannot tell apart (give them a text field instead).
+
+    Args:
+        state: the crawler's state (:meth:`NearDupState.from_crawler`).
+
+    Example:
+        Set by :class:`~scrapy_neardup.addon.Addon`; by hand::
+
+            SPIDER_MIDDLEWARES = {"scrapy_neardup.PageTextMiddleware": 50}
     """
 
     def __init__(self, state: NearDupState) -> None:

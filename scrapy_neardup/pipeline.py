@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter, is_item
 from scrapy.exceptions import DropItem, NotConfigured
 
-from scrapy_neardup.engine import Signed, Verdict
+from scrapy_neardup.deduplicator import Signed, Verdict
 from scrapy_neardup.extraction import PageLimitError
 from scrapy_neardup.state import NearDupState
 from scrapy_neardup.twisted_futures import await_future
@@ -41,6 +41,14 @@ class NearDupPipeline:
     either are kept and counted (``neardup/skipped/no_text``), never dropped; a text field
     that is neither text nor convertible by :func:`as_text` (a number, a dict) is counted as
     ``neardup/skipped/bad_text`` and the item kept.
+
+    Args:
+        state: the crawler's state (:meth:`NearDupState.from_crawler`).
+
+    Example:
+        Set by :class:`~scrapy_neardup.addon.Addon`; by hand::
+
+            ITEM_PIPELINES = {"scrapy_neardup.NearDupPipeline": 50}
     """
 
     def __init__(self, state: NearDupState) -> None:
@@ -290,8 +298,9 @@ class NearDupPipeline:
 
 
 def _page_text_enabled(crawler: Crawler) -> bool:
+    from scrapy_neardup.components import component_enabled
     from scrapy_neardup.config import bool_setting
-    from scrapy_neardup.middlewares import PageTextMiddleware, component_enabled
+    from scrapy_neardup.middlewares import PageTextMiddleware
 
     settings = crawler.settings
     return bool_setting(settings, "NEARDUP_EXTRACT", True) and component_enabled(

@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from scrapy_neardup.engine import Member, iter_state
 from scrapy_neardup.exceptions import StateError, StorageError
 from scrapy_neardup.state.files import (
     CONTENT_JOURNAL,
@@ -25,6 +24,8 @@ from scrapy_neardup.state.files import (
     URL_JOURNAL,
     URL_SNAPSHOT,
 )
+from scrapy_neardup.state_format import Member, iter_state
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.fingerprints import FingerprintStore
 from scrapy_neardup.storage.journal import (
     MemberRecord,
@@ -32,7 +33,6 @@ from scrapy_neardup.storage.journal import (
     load_snapshot,
     read_records,
 )
-from scrapy_neardup.urls import ScalableBloomFilter
 
 TOP_CLUSTERS = 10
 
@@ -253,7 +253,7 @@ def _content(
 
 def _histogram(values: list[float], bins: int = 10) -> dict[str, int]:
     """Counts in ``bins`` equal bins from the lowest similarity (rounded down to 0.05) to 1,
-    so that a method whose matches all lie above 0.95 (SimHash) still shows a shape."""
+    so that a backend whose matches all lie above 0.95 (SimHash) still shows a shape."""
     if not values:
         return {}
     start = min(math.floor(min(values) * 20) / 20, 0.95)

@@ -1,29 +1,12 @@
 """``scrapy neardup-stats --html FILE``: one self-contained page to audit a crawl's drops.
 
-The page holds the summary figures, the clusters (each kept document and what was dropped
-for it) and, for each drop, the two texts side by side: passages both hold in ``<mark>``,
-what only the kept one holds in ``<del>``, what only the dropped one holds in ``<ins>``. The
-alignment is :class:`difflib.SequenceMatcher` over words (Ratcliff/Obershelp "gestalt"
-matching, as in Python's ``difflib``); a shared run shorter than :data:`MIN_SHARED` words
-inside a changed passage is shown as changed, so that "the" and "of" do not speckle it.
-
-Beside the method and the similarity the engine reported, each drop shows its
-**containment** and **covered words**, computed here, exactly, from the kept texts, by the
-function whose approximation decided the drop
-(:func:`scrapy_neardup.algorithms.containment.text_coverage`: words as the plugin reads them,
-jieba for Chinese; containment is the share of the dropped text's word 3-shingles within its
-lines found in the kept text, covered words the share of its words in a 3-shingle of the kept
-text). The decision knows the kept text by a Bloom filter and leaves out lines the site
-repeats, so its figures can differ a little. Below 0.8 containment the drop lost text nothing
-kept holds (the "lossy drop" of the accuracy evaluation): the project's fixed line, whatever
-thresholds the crawl was given.
-
-The texts are those kept with ``NEARDUP_KEEP_TEXT`` (:mod:`scrapy_neardup.storage.texts`);
-without them the page shows the clusters and similarities and says how to keep texts. Inline
-CSS, no script, no resource from the network: the only links are the documents' own URLs.
-The page is polyglot (well-formed XML as well as HTML), so any XML parser can check it.
-Its size is bounded by ``--max-drops`` (drops shown with their texts) times twice
-``NEARDUP_KEEP_TEXT``, about 4 KB of markup per 1,000 characters of text.
+Promises: the summary figures, the clusters, and for each drop the two kept texts side by side
+(shared passages in ``<mark>``, what only one holds in ``<del>``/``<ins>``) with the backend,
+its similarity, and the exact containment of
+:func:`~scrapy_neardup.backends.containment.text_coverage`, flagged by the same
+:func:`~scrapy_neardup.backends.containment.lossy` line as the evaluation. It reads a state,
+never writes one, and needs the kept texts (``NEARDUP_KEEP_TEXT``) for the side-by-side view.
+Rationale: ``docs/design.md#audit-page``.
 """
 
 from __future__ import annotations
@@ -36,8 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from scrapy_neardup.algorithms.containment import LOSSY_BELOW, Coverage, text_coverage
-from scrapy_neardup.engine import Member
+from scrapy_neardup.backends.containment import LOSSY_BELOW, Coverage, lossy, text_coverage
+from scrapy_neardup.state_format import Member
 from scrapy_neardup.storage.texts import TEXTS_FILE, read_texts, redis_key, redis_texts
 from scrapy_neardup.text import CJK_CHARS
 
@@ -87,7 +70,7 @@ def _link(key: str) -> str:
 
 def containment(dropped: str, kept: str) -> float | None:
     """Share of ``dropped``'s word 3-shingles within its lines found in ``kept`` (None: no
-    words): :func:`~scrapy_neardup.algorithms.containment.text_coverage`'s ``shingles``."""
+    words): :func:`~scrapy_neardup.backends.containment.text_coverage`'s ``shingles``."""
     found = text_coverage(dropped, kept)
     return None if found is None else found.shingles
 
@@ -292,11 +275,11 @@ def _drop(member: Member, anchor: str, kept: str | None, dropped: str | None) ->
     if kept is not None and dropped is not None:
         found: Coverage | None = text_coverage(dropped, kept)
         if found is not None:
-            lossy = found.shingles < LOSSY_BELOW
+            lost = lossy(found)
             figures.append(
-                f'containment <b class="{"lossy" if lossy else "contained"}">'
+                f'containment <b class="{"lossy" if lost else "contained"}">'
                 f"{found.shingles:.3f}</b>"
-                + (" (lossy: the dropped text is mostly not in the kept one)" if lossy else "")
+                + (" (lossy: the dropped text is mostly not in the kept one)" if lost else "")
             )
             figures.append(f"covered words <b>{found.words:.3f}</b>")
         left, right = marked(kept, dropped)

@@ -1,37 +1,9 @@
 """Stopwords per language, and a cheap guess of a document's language, for SpotSigs.
 
-SpotSigs (Theobald, Siddharth and Paepcke, SIGIR 2008) starts a spot signature at an
-*antecedent*, one of the most frequent stopwords of the text's language ("the", "is", "der",
-"的"), and skips stopwords when it builds the chain after it. With English antecedents only, a
-German page has a handful of spots, and the few it has come from whatever English it quotes,
-so two different German pages sharing one English paragraph looked alike. Here every supported
-language has its own two lists, and :func:`guess_language` picks one list per document.
-
-Where the lists come from. English and Chinese are this project's hand-made lists, unchanged
-(the evaluation tuned SpotSigs on them). Every other language's lists are the most frequent
-words of the ``wordfreq`` package (Speer et al., its "large"/"small" lists, version
-:data:`WORDFREQ_VERSION`), normalised as documents are (NFKC, case-folded), single tokens of
-letters only (its lists also rank "1", "2" and names of countries). How many, by measurement:
-the English antecedents cover 31.6 % of running English text by wordfreq's frequencies and
-the English stopwords 43.8 %, so each language takes the fewest top words that cover as much
-(:data:`ANTECEDENT_COVERAGE`, :data:`STOPWORD_COVERAGE`): a page in any language then has
-about as many spots per word as an English one, which is what the threshold (0.5) and
-``min_spots`` (10) were chosen on. Antecedents stop at :data:`MAX_ANTECEDENTS` words: past
-about 40, inflected languages reach content words ("время", "года" in Russian, "roku" in
-Polish), so Russian (25 % coverage at 40 words) and Polish have a little fewer spots per word.
-Stopwords stop at :data:`MAX_STOPWORDS`. Resulting sizes (antecedents / stopwords): de 34/90,
-fr 20/45, es 14/42, it 25/82, nl 18/49, pt 19/68, sv 19/49, da 20/51, pl 40/150, ru 40/150,
-id 40/150. :func:`derive` recomputes a language's lists (a test checks them against the
-installed wordfreq when its version is the one recorded here); the lists are written out
-below so that signatures never change with an upgrade of wordfreq.
-
-The language guess: Chinese when more than half of the tokens are Han words (by script: the
-short Chinese list covers only 5-25 % of a Chinese page); otherwise the language whose
-stopword list covers the largest share of the tokens, if that share is at least
-:data:`MIN_COVERAGE`, else none (the document then has no spots and is only matched exactly).
-Korean and Japanese have no list: jieba cuts them into syllables and kana, which wordfreq's
-words do not match, and the few English words of their menus must not make two such pages
-alike.
+Promises: for every supported language, its antecedents (the most frequent stopwords, where a
+spot signature starts) and the stopwords a chain skips; :func:`guess_language` picks the
+language whose stopwords a text uses most, so two pages in one language are compared by that
+language's spots. Data and plain Python only. Rationale: ``docs/design.md#spotsigs``.
 """
 
 from __future__ import annotations

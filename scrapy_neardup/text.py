@@ -72,7 +72,7 @@ def tokenize(text: str) -> list[str]:
 
 
 # Token hashes are computed for all tokens at once in numpy, not one Python call per token
-# (this project's own code, for speed: hashing was a third of signing a 5 KB text). A token's
+# (this project's own code, for speed: see bench/RESULTS.md). A token's
 # hash is a polynomial over its code points, sum(cp[i] * P**i) modulo 2**64, with its length
 # mixed in and MurmurHash3's finaliser over the result.
 TOKEN_HASH = "poly64-fmix"  # in the params of the methods that use it: saved state says it

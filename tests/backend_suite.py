@@ -1,13 +1,14 @@
 """The contract every near-duplicate backend is held to, reused by subclassing.
 
-A backend is one module under ``scrapy_neardup/algorithms/`` and one test module with::
+A backend is one module under ``scrapy_neardup/backends/`` and one test module,
+``tests/test_backend_<name>.py``, with::
 
-    class TestMyMethod(BackendSuite):
-        name = "mymethod"
+    class TestMyBackend(BackendSuite):
+        name = "mybackend"
 
 which runs every test below against it (itsdangerous's habit: one base test class, a subclass
 per backend), then the backend's own tests. The suite checks what the rest of the project
-relies on: the name in ``METHODS`` and ``NEARDUP_BACKEND``, signatures that survive encoding,
+relies on: the name in ``BACKENDS`` and ``NEARDUP_BACKEND``, signatures that survive encoding,
 a worker's pickling and saved state, copies found and first seen kept, different articles never
 matched, the memory and a real Redis store deciding alike, and a real crawl with the add-on.
 """
@@ -20,14 +21,25 @@ import random
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 import corpus as C
-from scrapy_neardup.algorithms import METHODS, Method, make_method
+from scrapy_neardup.backends import BACKENDS, Backend, make_backend
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator, Signed
+from scrapy_neardup.deduplicator import Deduplicator, Signed
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.storage import redis_client, redis_index
 from scrapy_neardup.text import Document, normalize
+
+#: Hypothesis settings of the backends' property tests against brute force.
+PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+#: A short news text the backends' own tests sign.
+TEXT = (
+    "The old harbour bridge reopened on Monday after months of repairs, and the first buses "
+    "crossed it before dawn. Engineers said that the steel had been replaced in the spring and "
+    "that the new deck would last for decades. "
+) * 3
 
 
 def _originals(prefix: str) -> list[C.Sample]:
@@ -62,8 +74,8 @@ class BackendSuite:
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def method(self, **params: Any) -> Method:
-        return make_method(self.name, **{**self.params, **params})
+    def method(self, **params: Any) -> Backend:
+        return make_backend(self.name, **{**self.params, **params})
 
     def dedup(self, **kwargs: Any) -> Deduplicator:
         return Deduplicator(self.method(), **kwargs)
@@ -76,15 +88,15 @@ class BackendSuite:
     # -- the name ---------------------------------------------------------------------------------
 
     def test_registered_under_its_name(self) -> None:
-        assert self.name in METHODS
-        method = make_method(self.name)
+        assert self.name in BACKENDS
+        method = make_backend(self.name)
         assert method.name == self.name
-        assert isinstance(method, Method)
+        assert isinstance(method, Backend)
 
     def test_selected_by_the_setting(self) -> None:
         config = NearDupConfig.from_settings({"NEARDUP_BACKEND": self.name})
         assert config.backend == self.name
-        assert make_method(config.backend, **config.method_params()).name == self.name
+        assert make_backend(config.backend, **config.backend_kwargs()).name == self.name
 
     def test_params_are_json_and_stable(self) -> None:
         params = self.method().params()

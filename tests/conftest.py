@@ -1,18 +1,25 @@
-"""Fixtures shared by the crawl tests: the example project's demo site, served on loopback."""
+"""Fixtures shared by the test modules.
+
+``site``/``site_url``: the example project's demo site, served on loopback. ``redis_url``: a
+redis-server for the whole session. ``server``/``client``: a redis-server of the module's own
+(a module may stop, pause or kill it) and a client of it, its database flushed for each test.
+A module that needs another ``server`` (an HTTP one) defines its own, which wins.
+"""
 
 from __future__ import annotations
 
-import sys
+import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from demo_site import Site, build_site, serve
+from redis_server import RedisServer
+
+from scrapy_neardup.storage import redis_client
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
-if str(EXAMPLE) not in sys.path:
-    sys.path.insert(0, str(EXAMPLE))
-
-from demo_site import Site, build_site, serve  # noqa: E402
 
 
 def _install_reactor_for_scrapy_2_13() -> None:
@@ -28,7 +35,6 @@ def _install_reactor_for_scrapy_2_13() -> None:
 
 
 _install_reactor_for_scrapy_2_13()
-from redis_server import RedisServer  # noqa: E402
 
 #: Lines of figures the crash suite of spider kinds (tests/test_crash_kinds.py) reports.
 CRASH_FIGURES = pytest.StashKey[list[str]]()
@@ -61,3 +67,25 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     yield server.url
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A redis-server of this module's own, with an append-only file (restarts keep data)."""
+    srv = RedisServer(tmp_path_factory.mktemp("redis"), appendonly=True).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def client(server: RedisServer) -> Iterator[Any]:
+    """A client of ``server``, its database flushed; the server woken or started again first
+    when an earlier test failed while it was paused or stopped."""
+    if server.proc is not None:
+        server.proc.send_signal(signal.SIGCONT)
+    if not server.ping():
+        server.start()
+    c = redis_client.connect(server.url)
+    c.flushdb()
+    yield c
+    c.close()

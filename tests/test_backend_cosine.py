@@ -9,14 +9,14 @@ import pytest
 from backend_suite import BackendSuite, numbers_only
 
 import corpus as C
-from scrapy_neardup.algorithms.cosine import (
-    CosineMethod,
+from scrapy_neardup.backends.cosine import (
+    CosineBackend,
     band_recall,
     cosine,
     optimal_bands,
     projections,
 )
-from scrapy_neardup.engine import Deduplicator, Index
+from scrapy_neardup.deduplicator import Deduplicator, Index
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 
@@ -41,7 +41,7 @@ def _pair(rng: np.random.Generator, n: int, shared: float) -> tuple[np.ndarray, 
     return fa, rng.uniform(0.5, 3.0, n), fb, rng.uniform(0.5, 3.0, n)
 
 
-def _bits(method: CosineMethod, features: np.ndarray, weights: np.ndarray) -> int:
+def _bits(method: CosineBackend, features: np.ndarray, weights: np.ndarray) -> int:
     positive = projections(features, weights, method.bits, method.seed) > 0
     return int.from_bytes(np.packbits(positive, bitorder="little").tobytes(), "little")
 
@@ -57,7 +57,7 @@ def _tolerance(cos: float, bits: int, sigmas: float = 4.5) -> float:
 
 
 def test_estimate_tracks_the_exact_cosine_on_random_vectors() -> None:
-    method = CosineMethod()
+    method = CosineBackend()
     rng = np.random.default_rng(7)
     errors = []
     for i in range(120):
@@ -72,7 +72,7 @@ def test_estimate_tracks_the_exact_cosine_on_random_vectors() -> None:
 
 
 def test_estimate_tracks_the_exact_cosine_on_texts() -> None:
-    method = CosineMethod()
+    method = CosineBackend()
     samples = [*C.synthetic_corpus().originals[:20], *C.synthetic_corpus().variants[:20]]
     docs = [Document(s.text) for s in samples]
     signatures = [method.signature(d) for d in docs]
@@ -96,18 +96,18 @@ def test_exact_cosine_known_values() -> None:
 
 
 def test_default_bands_meet_their_promises() -> None:
-    method = CosineMethod()
+    method = CosineBackend()
     assert (method.bands, method.rows) == optimal_bands(0.9) == (100, 20)
     assert method.bits == 2048 and len(method.encode(0)) == 256
     assert band_recall(0.9, method.bands, method.rows) >= 0.99
     # a query among 100k unrelated (random) signatures verifies 100 * 1e5 / 2**20 of them
     assert 100_000 * method.bands * 0.5**method.rows == pytest.approx(9.54, abs=0.01)
     assert optimal_bands(0.95) == (33, 19)
-    assert CosineMethod(threshold=0.95).bands == 33
+    assert CosineBackend(threshold=0.95).bands == 33
 
 
 def test_index_finds_every_pair_well_above_the_threshold() -> None:
-    method = CosineMethod()
+    method = CosineBackend()
     rng = np.random.default_rng(3)
     vectors = []
     for _ in range(30):  # families of one base vector and perturbed copies
@@ -142,7 +142,7 @@ ZH_OTHER = (
 
 
 def test_chinese_copies_match_and_other_articles_do_not() -> None:
-    dedup = Deduplicator(CosineMethod(), min_tokens=20)
+    dedup = Deduplicator(CosineBackend(), min_tokens=20)
     assert not dedup.check("a", ZH).is_duplicate
     assert dedup.check("b", ZH.replace("，", " ") + "记者张三报道。").duplicate_of == "a"
     assert not dedup.check("c", ZH_OTHER).is_duplicate
@@ -150,7 +150,7 @@ def test_chinese_copies_match_and_other_articles_do_not() -> None:
 
 
 def test_empty_documents_never_match() -> None:
-    method = CosineMethod()
+    method = CosineBackend()
     empty = method.signature(Document(""))
     assert empty == method.signature(Document("  ,. ")) == 0
     assert method.bucket_keys(empty) == []
@@ -160,7 +160,7 @@ def test_empty_documents_never_match() -> None:
 
 
 def test_a_single_long_sentence_and_numbers() -> None:
-    method = CosineMethod()
+    method = CosineBackend()
     sentence = " ".join(f"word{i}" for i in range(3000))
     a, b = method.signature(Document(sentence)), method.signature(Document(sentence + " end"))
     assert method.similarity(a, b) is not None
@@ -183,4 +183,4 @@ def test_a_single_long_sentence_and_numbers() -> None:
 )
 def test_parameters_are_validated(params: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        CosineMethod(**params)
+        CosineBackend(**params)

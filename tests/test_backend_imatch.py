@@ -13,9 +13,9 @@ import pytest
 from backend_suite import BackendSuite, numbers_only
 
 import corpus as C
-from scrapy_neardup.algorithms import IMatchMethod, make_method
-from scrapy_neardup.algorithms.imatch import build_lexicon
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.backends import IMatchBackend, make_backend
+from scrapy_neardup.backends.imatch import build_lexicon
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.text import Document, hash_tokens, normalize, tokenize
 
 
@@ -37,7 +37,7 @@ class TestIMatch(BackendSuite):
 FUNCTION_WORDS = "the of and to in a is that for it was on with as by at from this".split()
 
 
-def band_words(method: IMatchMethod, count: int, skip: int = 0) -> list[str]:
+def band_words(method: IMatchBackend, count: int, skip: int = 0) -> list[str]:
     """``count`` English words that ``method`` keeps (in its Zipf band in every language),
     in wordfreq's order of frequency, after the first ``skip`` of them."""
     import wordfreq
@@ -61,29 +61,29 @@ def article(words: list[str], seed: int = 0) -> str:
 
 
 @pytest.fixture(scope="module")
-def method() -> IMatchMethod:
-    return IMatchMethod()
+def method() -> IMatchBackend:
+    return IMatchBackend()
 
 
 @pytest.fixture(scope="module")
-def words(method: IMatchMethod) -> list[str]:
+def words(method: IMatchBackend) -> list[str]:
     return band_words(method, 400)
 
 
-def test_defaults_and_params(method: IMatchMethod) -> None:
+def test_defaults_and_params(method: IMatchBackend) -> None:
     params = method.params()
     assert params["low"] == 3.0 and params["high"] == 4.5
     assert params["lexicons"] == 20 and params["keep"] == 0.3
     assert params["min_terms"] == 15 and params["min_known"] == 0.5
     assert params["lexicon"].startswith("wordfreq-") and params["hash"] == "sha1-64"
     assert "en" in params["languages"] and "zh" in params["languages"]
-    assert IMatchMethod(languages="en, fr").languages == ("en", "fr")
+    assert IMatchBackend(languages="en, fr").languages == ("en", "fr")
 
 
 def test_the_module_and_params_do_not_import_wordfreq() -> None:
     code = (
-        "import sys; from scrapy_neardup.algorithms import make_method; "
-        "make_method('imatch').params(); print('wordfreq' in sys.modules)"
+        "import sys; from scrapy_neardup.backends import make_backend; "
+        "make_backend('imatch').params(); print('wordfreq' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
@@ -107,7 +107,7 @@ def test_the_module_and_params_do_not_import_wordfreq() -> None:
 )
 def test_parameters_are_validated(params: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        make_method("imatch", **params)
+        make_backend("imatch", **params)
 
 
 def test_lexicon_equals_a_plain_python_reference() -> None:
@@ -136,7 +136,7 @@ def test_lexicon_equals_a_plain_python_reference() -> None:
     assert reference["die"] > 700
 
 
-def test_terms_are_the_band_of_the_lexicon(method: IMatchMethod) -> None:
+def test_terms_are_the_band_of_the_lexicon(method: IMatchBackend) -> None:
     import wordfreq
 
     sample = [w for w in wordfreq.iter_wordlist("en", "large") if w.isalpha()][::50][:400]
@@ -149,7 +149,7 @@ def test_terms_are_the_band_of_the_lexicon(method: IMatchMethod) -> None:
             assert h in kept, word
 
 
-def test_word_order_does_not_matter(method: IMatchMethod) -> None:
+def test_word_order_does_not_matter(method: IMatchBackend) -> None:
     text = C.synthetic_corpus().originals[0].text
     tokens = Document(text).tokens
     random.Random(5).shuffle(tokens)
@@ -160,7 +160,7 @@ def test_word_order_does_not_matter(method: IMatchMethod) -> None:
 
 
 def test_function_words_numbers_and_unknown_words_do_not_count(
-    method: IMatchMethod, words: list[str]
+    method: IMatchBackend, words: list[str]
 ) -> None:
     text = article(words[:60])
     noisy = text + " the of and 2024 15 3 99 zzqx frobnicatee " + " ".join(FUNCTION_WORDS)
@@ -172,7 +172,7 @@ def test_function_words_numbers_and_unknown_words_do_not_count(
 
 
 def test_one_changed_kept_word_is_caught_by_a_randomised_lexicon(
-    method: IMatchMethod, words: list[str]
+    method: IMatchBackend, words: list[str]
 ) -> None:
     """The base signature changes; a lexicon that holds neither the old nor the new word
     still matches, which happens for about ``(1 - keep)**2`` of the lexicons."""
@@ -197,13 +197,13 @@ def test_one_changed_kept_word_is_caught_by_a_randomised_lexicon(
 
 
 def test_without_randomised_lexicons_a_changed_word_is_missed(words: list[str]) -> None:
-    method = IMatchMethod(lexicons=0)
+    method = IMatchBackend(lexicons=0)
     a = method.signature(Document(article(words[:80])))
     b = method.signature(Document(article([*words[1:80], words[200]])))
     assert len(a) == 1 and a[0] != 0 and method.similarity(a, b) is None
 
 
-def test_lexicons_meet_only_their_own_kind(method: IMatchMethod, words: list[str]) -> None:
+def test_lexicons_meet_only_their_own_kind(method: IMatchBackend, words: list[str]) -> None:
     signature = method.signature(Document(article(words[:80])))
     keys = method.bucket_keys(signature)
     assert len(keys) == 1 + method.lexicons == len(set(keys))
@@ -213,7 +213,7 @@ def test_lexicons_meet_only_their_own_kind(method: IMatchMethod, words: list[str
 
 
 def test_few_kept_terms_give_empty_slots(words: list[str]) -> None:
-    method = IMatchMethod(min_terms=15)
+    method = IMatchBackend(min_terms=15)
     signature = method.signature(Document(article(words[:20])))
     assert signature[0] != 0
     assert np.count_nonzero(signature[1:]) < method.lexicons  # ~6 of 20 terms each: empty
@@ -222,7 +222,7 @@ def test_few_kept_terms_give_empty_slots(words: list[str]) -> None:
     assert method.similarity(signature, same) == 1.0  # equal sets, however few slots filled
 
 
-def test_empty_text_never_matches(method: IMatchMethod) -> None:
+def test_empty_text_never_matches(method: IMatchBackend) -> None:
     signature = method.signature(Document(""))
     assert signature.tolist() == [0] * 21
     assert method.bucket_keys(signature) == []
@@ -230,7 +230,7 @@ def test_empty_text_never_matches(method: IMatchMethod) -> None:
     assert method.encode(signature) == bytes(168)
 
 
-def test_a_language_outside_the_lexicon_gets_no_signature(method: IMatchMethod) -> None:
+def test_a_language_outside_the_lexicon_gets_no_signature(method: IMatchBackend) -> None:
     """Korean articles in an English template: hangul syllables are not terms, and the
     template's English words are too few a share of the page to sign it."""
     rng = random.Random(2)
@@ -258,7 +258,7 @@ DROUGHT = (
 )
 
 
-def test_chinese_text(method: IMatchMethod) -> None:
+def test_chinese_text(method: IMatchBackend) -> None:
     """jieba's words are looked up; a copy with other punctuation and line breaks matches."""
     a, b = method.signature(Document(LIBRARY)), method.signature(Document(DROUGHT))
     assert a[0] != 0 and b[0] != 0 and method.similarity(a, b) is None
@@ -268,9 +268,9 @@ def test_chinese_text(method: IMatchMethod) -> None:
     assert 20 <= len(terms) < len(set(Document(LIBRARY).tokens)) / 2
 
 
-def test_signature_is_eight_bytes_per_lexicon(method: IMatchMethod, words: list[str]) -> None:
+def test_signature_is_eight_bytes_per_lexicon(method: IMatchBackend, words: list[str]) -> None:
     signature = method.signature(Document(article(words[:80])))
     data = method.encode(signature)
     assert len(data) == 8 * 21
     assert int.from_bytes(data[:8], "little") == int(signature[0])
-    assert IMatchMethod(lexicons=3).decode(bytes(32)).tolist() == [0, 0, 0, 0]
+    assert IMatchBackend(lexicons=3).decode(bytes(32)).tolist() == [0, 0, 0, 0]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from backend_suite import BackendSuite, numbers_only
 
-from scrapy_neardup.algorithms import SentencesMethod
-from scrapy_neardup.algorithms.excerpts import MIN_WORDS
-from scrapy_neardup.algorithms.sentences import sentence_key, split_sentences
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.backends import SentencesBackend
+from scrapy_neardup.backends.excerpts import MIN_WORDS
+from scrapy_neardup.backends.sentences import sentence_key, split_sentences
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.text import Document
 
 
@@ -36,18 +36,18 @@ CHINESE = [
 
 
 def sign(text: str, **params: float) -> object:
-    return SentencesMethod(**params).signature(Document(text))
+    return SentencesBackend(**params).signature(Document(text))
 
 
 def matches(a: str, b: str, **params: float) -> bool:
-    method = SentencesMethod(**params)
+    method = SentencesBackend(**params)
     return (
         method.similarity(method.signature(Document(a)), method.signature(Document(b))) is not None
     )
 
 
 def test_defaults_params_and_size() -> None:
-    method = SentencesMethod()
+    method = SentencesBackend()
     assert (method.n, method.min_chars, method.min_length_ratio) == (3, 10, 0.8)
     assert method.params() == {
         "n": 3,
@@ -73,7 +73,7 @@ def test_defaults_params_and_size() -> None:
 )
 def test_parameters_are_validated(params: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        SentencesMethod(**params)
+        SentencesBackend(**params)
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,7 @@ def test_a_changed_word_matters_only_in_a_long_sentence() -> None:
 
 
 def test_ties_are_broken_by_the_text() -> None:
-    method = SentencesMethod(n=2)
+    method = SentencesBackend(n=2)
     same_length = ["Aaaa bbbb cccc dddd.", "Eeee ffff gggg hhhh.", "Iiii jjjj kkkk llll."]
     chosen, _ = method.longest(Document(" ".join(same_length)))
     assert chosen == ["aaaa bbbb cccc dddd", "eeee ffff gggg hhhh"]
@@ -144,7 +144,7 @@ def test_ties_are_broken_by_the_text() -> None:
 
 def test_repeated_sentences_count_once() -> None:
     """A sentence repeated (a pull quote) is one sentence: n distinct ones are needed."""
-    method = SentencesMethod()
+    method = SentencesBackend()
     signature = method.signature(Document(f"{LONG[0]} {LONG[0]} {LONG[0]} {LONG[1]}"))
     assert method.bucket_keys(signature) == []
 
@@ -152,7 +152,7 @@ def test_repeated_sentences_count_once() -> None:
 def test_the_length_guard() -> None:
     """The same article plus more text shares the longest sentences but is not dropped when
     the extra text is more than the guard allows (it would be lost)."""
-    method = SentencesMethod()
+    method = SentencesBackend()
     extra = " ".join(SHORT * 8)  # short sentences: the three longest stay the same
     longer = f"{ARTICLE} {extra}"
     a, b = method.signature(Document(ARTICLE)), method.signature(Document(longer))
@@ -160,7 +160,7 @@ def test_the_length_guard() -> None:
     assert method.bucket_keys(a) == method.bucket_keys(b)
     assert a.length / b.length < 0.8
     assert method.similarity(a, b) is None
-    assert SentencesMethod(min_length_ratio=0.5).similarity(a, b) == a.length / b.length
+    assert SentencesBackend(min_length_ratio=0.5).similarity(a, b) == a.length / b.length
     slightly = method.signature(Document(f"{ARTICLE} {SHORT[0]}"))
     assert method.similarity(a, slightly) == pytest.approx(a.length / slightly.length)
     assert method.similarity(slightly, a) == method.similarity(a, slightly)
@@ -168,7 +168,7 @@ def test_the_length_guard() -> None:
 
 
 def test_the_length_counts_word_characters() -> None:
-    method = SentencesMethod()
+    method = SentencesBackend()
     assert method.signature(Document("Ab, cd!  ef")).length == 6
     assert method.signature(Document("我们，去公园！")).length == 5
 
@@ -186,20 +186,20 @@ def test_the_length_counts_word_characters() -> None:
     ],
 )
 def test_too_few_sentences_never_match(text: str) -> None:
-    method = SentencesMethod()
+    method = SentencesBackend()
     signature = method.signature(Document(text))
     assert method.bucket_keys(signature) == []
     assert method.similarity(signature, signature) is None
     dedup = Deduplicator(method, min_tokens=0)
     assert not dedup.check("a", text).is_duplicate
-    # Only a text of 50 words or more has excerpt keys (algorithms/excerpts.py): they propose
+    # Only a text of 50 words or more has excerpt keys (backends/excerpts.py): they propose
     # "a", and containment drops "b", which says nothing "a" does not.
     long = Document(text).token_count >= MIN_WORDS
     assert dedup.check("b", text + " x").is_duplicate == long
 
 
 def test_a_single_long_sentence_with_n_1() -> None:
-    method = SentencesMethod(n=1)
+    method = SentencesBackend(n=1)
     text = "This single sentence goes on and on about the bridge and the buses and the dawn."
     signature = method.signature(Document(text))
     assert len(method.bucket_keys(signature)) == 1
@@ -210,7 +210,7 @@ def test_chinese_copy_in_another_template_is_found() -> None:
     article = "\n".join(CHINESE)
     first = f"首页 | 新闻 | 国内\n{article}\n版权所有 © 2024 新闻网"
     second = f"网站首页 > 财经\n{article}\n关于我们 | 联系我们\n责任编辑：王磊"
-    dedup = Deduplicator(SentencesMethod(), min_tokens=0)
+    dedup = Deduplicator(SentencesBackend(), min_tokens=0)
     assert not dedup.check("first", first).is_duplicate
     verdict = dedup.check("second", second)
     # Found by its sentences; the other site's navigation and editor line are text the first

@@ -10,8 +10,8 @@ import pytest
 import xxhash
 from backend_suite import BackendSuite, numbers_only
 
-from scrapy_neardup.algorithms import MinHashMethod, SuperShinglesMethod
-from scrapy_neardup.engine import Index
+from scrapy_neardup.backends import MinHashBackend, SuperShinglesBackend
+from scrapy_neardup.deduplicator import Index
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document, ShingleSpec
 
@@ -45,7 +45,7 @@ CHINESE = (
 
 
 def test_defaults_and_params() -> None:
-    method = SuperShinglesMethod()
+    method = SuperShinglesBackend()
     assert (method.num_perm, method.groups, method.b) == (84, 14, 2)
     assert method.params() == {
         "num_perm": 84,
@@ -57,7 +57,7 @@ def test_defaults_and_params() -> None:
         "token_hash": "poly64-fmix",
         "hash": "xxh3_64",
     }
-    literature = SuperShinglesMethod(groups=6)
+    literature = SuperShinglesBackend(groups=6)
     assert len(literature.bucket_keys(literature.signature(Document(TEXT)))) == 15
     assert len(method.bucket_keys(method.signature(Document(TEXT)))) == comb(14, 2)
     assert len(method.encode(method.signature(Document(TEXT)))) == 8 * 14
@@ -79,16 +79,16 @@ def test_defaults_and_params() -> None:
 )
 def test_parameters_are_validated(params: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        SuperShinglesMethod(**params)
+        SuperShinglesBackend(**params)
 
 
 @pytest.mark.parametrize(("num_perm", "groups"), [(84, 6), (84, 14), (128, 16)])
 def test_super_shingles_hash_groups_of_the_minhash_values(num_perm: int, groups: int) -> None:
     """Group ``i`` is xxh3_64(seed=i) of its min-hash values' little-endian bytes, and the
     values are the ``minhash`` backend's (datasketch's) for the same parameters."""
-    method = SuperShinglesMethod(num_perm=num_perm, groups=groups, seed=3)
+    method = SuperShinglesBackend(num_perm=num_perm, groups=groups, seed=3)
     doc = Document(TEXT)
-    values = MinHashMethod(num_perm=num_perm, seed=3).signature(doc)
+    values = MinHashBackend(num_perm=num_perm, seed=3).signature(doc)
     size = num_perm // groups
     expected = [
         xxhash.xxh3_64_intdigest(values[i * size : (i + 1) * size].astype("<u4").tobytes(), seed=i)
@@ -103,7 +103,7 @@ def test_buckets_are_shared_exactly_when_b_super_shingles_agree() -> None:
     """Against brute force: random signatures agreeing on random subsets of positions."""
     rng = random.Random(4)
     for groups, b in [(6, 2), (14, 2), (14, 3), (6, 1), (12, 4)]:
-        method = SuperShinglesMethod(groups=groups, b=b)
+        method = SuperShinglesBackend(groups=groups, b=b)
         for _ in range(60):
             a = np.array([rng.getrandbits(64) | 1 for _ in range(groups)], dtype=np.uint64)
             other = np.array([rng.getrandbits(64) | 1 for _ in range(groups)], dtype=np.uint64)
@@ -116,7 +116,7 @@ def test_buckets_are_shared_exactly_when_b_super_shingles_agree() -> None:
 
 
 def test_similarity_estimates_jaccard_from_equal_groups() -> None:
-    method = SuperShinglesMethod()
+    method = SuperShinglesBackend()
     a = np.arange(1, 15, dtype=np.uint64)
     for k in range(15):
         b = a.copy()
@@ -131,7 +131,7 @@ def test_match_rate_follows_the_s_curve() -> None:
     """Sets of Jaccard J agree on a group with probability J**6 (14 groups of 6); over many
     independent pairs the share that matches follows P(at least 2 of 14 groups agree)."""
     rng = random.Random(11)
-    method = SuperShinglesMethod(seed=5)
+    method = SuperShinglesBackend(seed=5)
     for jaccard in (0.3, 0.6, 0.9):
         matches, group_agreement, pairs = 0, 0, 120
         for _ in range(pairs):
@@ -153,7 +153,7 @@ def test_match_rate_follows_the_s_curve() -> None:
 
 
 def test_empty_text_never_matches() -> None:
-    method = SuperShinglesMethod()
+    method = SuperShinglesBackend()
     for text in ("", "   ", "!!! ... ---"):
         signature = method.signature(Document(text))
         assert not signature.any()
@@ -166,7 +166,7 @@ def test_empty_text_never_matches() -> None:
 
 def test_copies_found_in_english_chinese_and_numbers() -> None:
     """A copy with other punctuation and case; Chinese (jieba words); a table of figures."""
-    method = SuperShinglesMethod()
+    method = SuperShinglesBackend()
     for text in (TEXT, CHINESE, numbers_only(3), "one single long sentence " * 40):
         index = Index(method, MemoryBucketStore())
         assert index.query_and_add("a", Document(text)) == []
@@ -179,7 +179,7 @@ def test_copies_found_in_english_chinese_and_numbers() -> None:
 
 
 def test_a_light_edit_matches_a_rewrite_does_not() -> None:
-    method = SuperShinglesMethod()
+    method = SuperShinglesBackend()
     words = TEXT.split()
     edited = list(words)
     edited[40] = "tunnel"  # 3 of ~100 shingles: J ~ 0.94
@@ -192,4 +192,4 @@ def test_a_light_edit_matches_a_rewrite_does_not() -> None:
 
 def test_decode_refuses_other_group_counts() -> None:
     with pytest.raises(ValueError, match="must be 48 bytes, got 112"):
-        SuperShinglesMethod(groups=6).decode(bytes(112))
+        SuperShinglesBackend(groups=6).decode(bytes(112))

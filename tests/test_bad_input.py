@@ -29,13 +29,13 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
 from scrapy_neardup.config import NearDupConfig
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.dupefilter import NearDupDupeFilter
-from scrapy_neardup.engine import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, InvalidURL, StateError
 from scrapy_neardup.extraction import Extractor, SignerSpec
 from scrapy_neardup.middlewares import PageTextMiddleware, UrlFilterMiddleware
 from scrapy_neardup.pipeline import NearDupPipeline
-from scrapy_neardup.urls import ScalableBloomFilter
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_neardup.algorithms import DEFAULT_METHOD
+from scrapy_neardup.backends import DEFAULT_BACKEND
 from scrapy_neardup.cli import Folder, build_parser, decode, main
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,11 +91,11 @@ def test_dedupe_human_output(tmp_path, capsys) -> None:
 
 
 def test_one_default_method_everywhere() -> None:
-    assert DEFAULT_METHOD == "minhash"
-    assert Deduplicator().method.name == DEFAULT_METHOD
-    assert NearDupConfig.from_settings({}).backend == DEFAULT_METHOD
-    assert NearDupConfig().backend == DEFAULT_METHOD
-    assert build_parser().parse_args(["dedupe", "."]).backend == DEFAULT_METHOD
+    assert DEFAULT_BACKEND == "minhash"
+    assert Deduplicator().method.name == DEFAULT_BACKEND
+    assert NearDupConfig.from_settings({}).backend == DEFAULT_BACKEND
+    assert NearDupConfig().backend == DEFAULT_BACKEND
+    assert build_parser().parse_args(["dedupe", "."]).backend == DEFAULT_BACKEND
 
 
 # -- binary files ------------------------------------------------------------------------------

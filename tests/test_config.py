@@ -12,11 +12,12 @@ from scrapy.settings import Settings
 from scrapy_neardup.config import (
     NearDupConfig,
     bool_setting,
-    default_workers,
     enabled,
     state_dir_from,
 )
 from scrapy_neardup.exceptions import ConfigError
+from scrapy_neardup.factories import backend_from_config
+from scrapy_neardup.settings import default_workers
 
 
 def config(**values: object) -> NearDupConfig:
@@ -48,7 +49,7 @@ def test_values_from_command_line_strings() -> None:
     )
     assert (c.backend, c.simhash_k, c.action, c.debug) == ("simhash", 4, "tag", True)
     assert c.strip_params == ("utm_*", "ref")
-    assert c.make_method().k == 4
+    assert backend_from_config(c).k == 4
 
 
 @pytest.mark.parametrize(
@@ -174,10 +175,9 @@ def test_every_setting_from_a_command_line_string(
 
 
 def readme_settings() -> set[str]:
-    section = README.read_text(encoding="utf-8").split("\n## Settings\n", 1)[1]
+    section = README.read_text(encoding="utf-8").split("\n## Supported settings\n", 1)[1]
     section = section.split("\n## ", 1)[0]
-    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
-    return {name for row in rows for name in re.findall(r"`(NEARDUP_[A-Z_]+)`", row)}
+    return set(re.findall(r"^### `(NEARDUP_[A-Z_]+)`$", section, re.M))
 
 
 def test_the_command_line_cases_cover_every_setting_of_the_readme() -> None:
@@ -189,12 +189,12 @@ def test_the_command_line_cases_cover_every_setting_of_the_readme() -> None:
 def test_backend_params_from_a_json_string_reach_the_method() -> None:
     settings = cmdline(NEARDUP_BACKEND_PARAMS='{"num_perm": 256}', NEARDUP_THRESHOLD="0.6")
     c = NearDupConfig.from_settings(settings)
-    assert c.method_params() == {"num_perm": 256, "threshold": 0.6}
-    assert c.make_method().num_perm == 256
+    assert c.backend_kwargs() == {"num_perm": 256, "threshold": 0.6}
+    assert backend_from_config(c).num_perm == 256
     c = NearDupConfig.from_settings(
         cmdline(NEARDUP_BACKEND="simhash", NEARDUP_BACKEND_PARAMS='{"k": 5}')
     )
-    assert c.method_params() == {"k": 5}  # the explicit option beats NEARDUP_SIMHASH_K
+    assert c.backend_kwargs() == {"k": 5}  # the explicit option beats NEARDUP_SIMHASH_K
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Containment decides a drop (scrapy_neardup/algorithms/containment.py): covered words, the
+"""Containment decides a drop (scrapy_neardup/backends/containment.py): covered words, the
 Bloom filter's correction, related documents and site boilerplate."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import corpus.text as C
-from scrapy_neardup.algorithms import make_method
-from scrapy_neardup.algorithms.containment import (
+from scrapy_neardup.backends import make_backend
+from scrapy_neardup.backends.containment import (
     _PHRASE,
     LOSSY_BELOW,
     MAX_FILTER_BYTES,
@@ -25,7 +25,7 @@ from scrapy_neardup.algorithms.containment import (
     phrases_of,
     text_coverage,
 )
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.text import Document
 
 ARTICLES = C.synthetic_articles()
@@ -86,7 +86,7 @@ def test_a_page_whose_few_differing_words_are_scattered_is_no_copy() -> None:
     new, kept = phrases(notes("r1812")), phrases(notes("r195"))
     found = coverage(new, kept)
     assert found.words >= 0.9 and found.shingles < 0.8
-    verified = Verified(make_method("minhash"))
+    verified = Verified(make_backend("minhash"))
     pair = [verified.signature(Document(notes(v))) for v in ("r1812", "r195")]
     assert verified.similarity(*pair) is None  # not a copy
     dedup = Deduplicator()
@@ -123,7 +123,7 @@ def test_a_filter_too_full_to_trust_decides_nothing() -> None:
 
 
 def test_phrases_round_trip_without_their_sequence() -> None:
-    verified = Verified(make_method("minhash"))
+    verified = Verified(make_backend("minhash"))
     signature = verified.signature(Document(EN[5]))
     decoded = verified.decode(verified.encode(signature))
     assert np.array_equal(decoded[0], signature[0])
@@ -159,11 +159,11 @@ def test_a_richer_page_is_kept_and_related_a_poorer_one_dropped(backend: str) ->
 
 
 def test_poorer_first_then_richer_was_a_loss_before_containment() -> None:
-    # The case of issue 12: first-seen-wins dropped the richer page. Jaccard of the two is
-    # above MinHash's threshold, so the old rule dropped it.
+    # First-seen-wins on similarity drops the richer page: the Jaccard of the two is above
+    # MinHash's threshold, so a similarity rule drops it.
     core = EN[9] + "\n\n" + EN[10]
     richer = core + "\n\n" + EN[11][: len(core) // 3]
-    method = make_method("minhash")
+    method = make_backend("minhash")
     a, b = (method.signature(Document(t)) for t in (core, richer))
     assert method.similarity(b, a) is not None
     dedup = Deduplicator("minhash")
@@ -233,9 +233,9 @@ def test_site_lines_are_bounded() -> None:
 
 def test_containment_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="coverage"):
-        Verified(make_method("minhash"), coverage=1.5)
+        Verified(make_backend("minhash"), coverage=1.5)
     with pytest.raises(ValueError, match="related"):
-        Verified(make_method("minhash"), related=0.0)
+        Verified(make_backend("minhash"), related=0.0)
 
 
 def test_related_documents_survive_a_jobdir_and_are_reported(tmp_path) -> None:

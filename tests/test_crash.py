@@ -14,21 +14,20 @@ import os
 import random
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from crash_runner import kill_stopped, launch, stopped
+from demo_site import Site
+
+from scrapy_neardup.state.files import CONTENT_JOURNAL, URL_JOURNAL
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
+from scrapy_neardup.storage.journal import load_snapshot, read_records
+from scrapy_neardup.urls import canonical_url, url_fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"
-sys.path.insert(0, str(EXAMPLE))
 
-from demo_site import Site  # noqa: E402
-
-from scrapy_neardup.state.files import CONTENT_JOURNAL, URL_JOURNAL  # noqa: E402
-from scrapy_neardup.storage.journal import load_snapshot, read_records  # noqa: E402
-from scrapy_neardup.urls import ScalableBloomFilter, canonical_url, url_fingerprint  # noqa: E402
 
 SETTINGS = {
     "CONCURRENT_REQUESTS": 2,

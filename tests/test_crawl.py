@@ -14,12 +14,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from demo_site import Site
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"
-sys.path.insert(0, str(EXAMPLE))
 
-from demo_site import Site  # noqa: E402
 
 RUNNER = ROOT / "tests" / "crawl_runner.py"
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from scrapy.utils.test import get_crawler
 
-from scrapy_neardup.algorithms import make_method
-from scrapy_neardup.algorithms.containment import (
+from scrapy_neardup.backends import make_backend
+from scrapy_neardup.backends.containment import (
     SIMILAR_SHINGLES,
     SIMILARITY,
     Verified,
@@ -20,8 +20,9 @@ from scrapy_neardup.algorithms.containment import (
     shingles_of,
 )
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError
+from scrapy_neardup.factories import backend_from_config
 from scrapy_neardup.text import Document, ShingleSpec
 
 VOCABULARY = [f"w{i}x" for i in range(5000)]
@@ -98,9 +99,9 @@ def test_the_decision_is_checked() -> None:
     with pytest.raises(ValueError, match="decision"):
         Deduplicator(decision="jaccard")
     with pytest.raises(ValueError, match="similarity"):
-        Verified(make_method("minhash"), similarity=0.0)
+        Verified(make_backend("minhash"), similarity=0.0)
     with pytest.raises(ValueError, match="similar shingles"):
-        Verified(make_method("minhash"), similar_shingles=9)
+        Verified(make_backend("minhash"), similar_shingles=9)
 
 
 def test_similar_candidates_default_to_the_rules_shingles() -> None:
@@ -154,7 +155,7 @@ def test_similarity_shingles() -> None:
 
 def _simhash_pair(low: int, high: int) -> tuple[list[str], int]:
     """A page whose simhash lies ``low`` to ``high`` bits from BASE's."""
-    method = make_method("simhash", k=12)
+    method = make_backend("simhash", k=12)
     base = method.signature(Document(text(BASE)))
     for seed in range(400):
         new = edited(BASE, 0.01 + (seed % 40) / 100, seed=100 + seed)
@@ -172,12 +173,12 @@ def test_simhash_k_up_to_12_finds_what_7_does_not() -> None:
     narrow = Deduplicator("simhash", k=7, decision="similar", similarity=1.0 - 7 / 64)
     assert not pair(narrow, new).is_duplicate
     with pytest.raises(ValueError, match=r"1\.\.12"):
-        make_method("simhash", k=13)
+        make_backend("simhash", k=13)
 
 
 def test_cosine_threshold_decides_over_its_whole_range() -> None:
     new = edited(BASE, 0.05, seed=8)
-    assert make_method("cosine", threshold=0.3).threshold == 0.3
+    assert make_backend("cosine", threshold=0.3).threshold == 0.3
     low = Deduplicator("cosine", decision="similar", similarity=0.5)
     high = Deduplicator("cosine", decision="similar", similarity=0.99)
     assert pair(low, new).duplicate_of == "a"
@@ -202,7 +203,7 @@ def test_settings_reach_the_engine() -> None:
         }
     )
     assert config.decision == "similar" and config.near_field == "near"
-    dedup = Deduplicator(config.make_method(), **config.verify_params())
+    dedup = Deduplicator(backend_from_config(config), **config.verify_params())
     verify = dedup.near.method
     assert (verify.decision, verify.coverage, verify.shingles, verify.related) == (
         "similar",
@@ -211,9 +212,9 @@ def test_settings_reach_the_engine() -> None:
         0.7,
     )
     assert (verify.similarity_threshold, verify.similar_shingles) == (0.4, 3)
-    assert config.method_params()["shingles"] == "word:3"  # the candidates follow the rule
+    assert config.backend_kwargs()["shingles"] == "word:3"  # the candidates follow the rule
     default = NearDupConfig.from_settings({})
-    assert default.decision == "contained" and default.method_params() == {}
+    assert default.decision == "contained" and default.backend_kwargs() == {}
 
 
 @pytest.mark.parametrize(

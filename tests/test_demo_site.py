@@ -19,14 +19,13 @@ from html.parser import HTMLParser
 from http.client import HTTPConnection
 from pathlib import Path
 
+import demo_site
 import pytest
+from demo_site import Site, build_site, jaccard, serve, shingles
+from demo_site.__main__ import main as demo_main
 
 EXAMPLE_PROJECT = Path(__file__).resolve().parents[1] / "example_project"
-sys.path.insert(0, str(EXAMPLE_PROJECT))
 
-import demo_site  # noqa: E402
-from demo_site import Site, build_site, jaccard, serve, shingles  # noqa: E402
-from demo_site.__main__ import main as demo_main  # noqa: E402
 
 HAN_RE = re.compile(r"[\u4e00-\u9fff]")
 

@@ -1,4 +1,4 @@
-"""Excerpt keys (algorithms/excerpts.py): a part of a kept page is proposed and dropped, a
+"""Excerpt keys (backends/excerpts.py): a part of a kept page is proposed and dropped, a
 shared navigation line proposes nothing for long, saved state keeps the keys."""
 
 from __future__ import annotations
@@ -6,26 +6,22 @@ from __future__ import annotations
 import json
 import random
 import struct
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from redis_server import RedisServer
 
 from corpus.documents import synthetic_sentences
 from corpus.text import excerpt
-from scrapy_neardup.algorithms import METHODS
-from scrapy_neardup.algorithms.excerpts import FULL, MIN_WORDS, SHINGLE, WINDOW, Stored, winnow
-from scrapy_neardup.engine import MAGIC, VERSION, Deduplicator, Signed
+from scrapy_neardup.backends import BACKENDS as ALL_BACKENDS
+from scrapy_neardup.backends.excerpts import FULL, MIN_WORDS, SHINGLE, WINDOW, Stored, winnow
+from scrapy_neardup.deduplicator import Deduplicator, Signed
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.state_format import MAGIC, VERSION
 from scrapy_neardup.storage import redis_client, redis_index
 from scrapy_neardup.text import Document
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from redis_server import RedisServer
-
-BACKENDS = sorted(m for m in METHODS if m != "exact")
+BACKENDS = sorted(m for m in ALL_BACKENDS if m != "exact")
 
 
 def article(seed: int, sentences: int = 60) -> str:

@@ -31,6 +31,7 @@ from scrapy.spiders import CrawlSpider, Rule, SitemapSpider
 from scrapy.utils.test import get_crawler
 
 from scrapy_neardup import frontier as frontier_module
+from scrapy_neardup import request_codec
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.frontier import (
     FRONTIER_JOURNAL,
@@ -376,7 +377,7 @@ class Aliased(Pages):
 
 
 def test_our_request_dicts_are_scrapys() -> None:
-    """frontier._to_dict skips Scrapy's search of the spider's members where it can: it must
+    """request_codec._to_dict skips Scrapy's search of the spider's members where it can: it must
     give what ``Request.to_dict`` gives, for every kind of request and callback."""
     from scrapy.http import JsonRequest
 
@@ -391,7 +392,7 @@ def test_our_request_dicts_are_scrapys() -> None:
         (Request("https://example.com/a", callback=aliased.parse_page), aliased),
     ]
     for request, owner in cases:
-        ours, scrapys = frontier_module._to_dict(request, owner), request.to_dict(spider=owner)
+        ours, scrapys = request_codec._to_dict(request, owner), request.to_dict(spider=owner)
         if owner is aliased:  # another name of the same method: the same callback read back
             for field in ("callback", "errback"):
                 if ours[field] != scrapys[field]:
@@ -399,7 +400,7 @@ def test_our_request_dicts_are_scrapys() -> None:
                     ours[field] = scrapys[field]
         assert ours == scrapys
     with pytest.raises(ValueError):  # not a method of this spider: Scrapy's error
-        frontier_module._to_dict(Request("https://a.org/", callback=lambda r: None), spider)
+        request_codec._to_dict(Request("https://a.org/", callback=lambda r: None), spider)
 
 
 @pytest.mark.parametrize(
@@ -814,7 +815,7 @@ def test_a_crawlspiders_requests_are_journaled_and_read_back() -> None:
     assert any(type(r.meta["link_text"]) is not str for r in requests)  # lxml's
     for original in requests:
         if LAZY_REQUESTS:
-            assert frontier_module._plain_to_json(original, spider) is not None  # the short way
+            assert request_codec._plain_to_json(original, spider) is not None  # the short way
         copy = request_from_json(request_to_json(original, spider), spider)
         assert copy.callback == spider._callback and copy.errback == spider._errback
         assert copy.meta == original.meta and type(copy.meta["link_text"]) is str
@@ -1005,7 +1006,7 @@ def test_a_parent_whose_children_all_journaled_is_done_as_before(tmp_path) -> No
     for child, fp in children:
         frontier.schedule(child, fp)
         if LAZY_REQUESTS:
-            assert frontier_module._plain_to_json(child, None) is not None  # the fast path still
+            assert request_codec._plain_to_json(child, None) is not None  # the fast path still
     frontier.done(parent)
     assert kinds(frontier.journal.path) == [b"Q"] * 4 + [b"D"]
     frontier.journal.close()  # a crash
@@ -1133,7 +1134,7 @@ def test_the_middleware_tags_what_a_response_yields(tmp_path) -> None:
         assert child.meta[PARENT_META] == parent_fp.hex()
     # response.meta copied into a request: it is not its parent's entry (not a redirect)
     assert FRONTIER_META not in copied.meta
-    assert frontier_module._plain_to_json(plain, crawler.spider) == (
+    assert request_codec._plain_to_json(plain, crawler.spider) == (
         b'{"url":"https://example.com/plain"}' if LAZY_REQUESTS else None
     )
 

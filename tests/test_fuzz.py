@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.text import Document, normalize, tokenize
 from scrapy_neardup.urls import DEFAULT_STRIP_PARAMS, canonical_url

@@ -388,8 +388,8 @@ def test_every_damaged_snapshot_is_a_state_error_naming_it(tmp_path) -> None:
 
 
 def test_a_snapshot_from_before_the_checksum_comes_from_another_version(tmp_path) -> None:
-    from scrapy_neardup.engine import Deduplicator
-    from scrapy_neardup.urls import ScalableBloomFilter
+    from scrapy_neardup.deduplicator import Deduplicator
+    from scrapy_neardup.storage.bloom import ScalableBloomFilter
 
     for name, data in [
         ("content.state", Deduplicator("simhash").to_bytes()),

@@ -9,8 +9,9 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError
+from scrapy_neardup.factories import backend_from_config, stores_from_config
 from scrapy_neardup.state import NearDupState
 from scrapy_neardup.storage.lshbloom import LSHBloomStore
 
@@ -32,7 +33,7 @@ def lshbloom_dedup(window: int) -> Deduplicator:
     config = NearDupConfig.from_settings(
         {"NEARDUP_INDEX": "lshbloom", "NEARDUP_LSHBLOOM_WINDOW": window}
     )
-    return Deduplicator(config.make_method(), stores=config.stores())
+    return Deduplicator(backend_from_config(config), stores=stores_from_config(config))
 
 
 def test_copies_in_the_window_are_dropped_older_ones_kept_and_counted() -> None:

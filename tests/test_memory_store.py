@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scrapy_neardup.algorithms import make_method
-from scrapy_neardup.engine import Index
+from scrapy_neardup.backends import make_backend
+from scrapy_neardup.deduplicator import Index
 from scrapy_neardup.storage.memory import WIDE, MemoryBucketStore, _Growing
 from scrapy_neardup.text import Document
 
@@ -134,7 +134,7 @@ def test_offsets_widen_past_four_gib_instead_of_wrapping() -> None:
 
 def test_query_and_add_is_atomic_across_threads() -> None:
     """Two writers offering the same document: exactly one keeps it, every time."""
-    method = make_method("minhash")
+    method = make_backend("minhash")
     index = Index(method, MemoryBucketStore(flush=16))
     text = " ".join(f"word{i}" for i in range(300))
     signature = method.signature(Document(text))
@@ -156,7 +156,7 @@ def test_verified_signatures_are_kept_on_disk_not_as_objects() -> None:
     """The engine's stores get the method as codec: a verified signature (the backend's and
     its phrase filter) goes to the store's signature file, and comes back whole to verify a
     candidate, whether it was written out yet or not."""
-    from scrapy_neardup.engine import Deduplicator
+    from scrapy_neardup.deduplicator import Deduplicator
 
     words = [f"word{i}" for i in range(400)] + "the a is of was and to in".split() * 40
     rng = random.Random(3)
@@ -207,9 +207,9 @@ def test_a_signature_file_that_cannot_be_written_keeps_them_in_memory(
 def test_simhash_candidates_too_many_bits_away_are_never_read() -> None:
     """With SimHash as its codec, the store keeps each fingerprint and rejects a candidate
     more than k bits away before reading its signature; the near ones are verified."""
-    from scrapy_neardup.algorithms import SimHashMethod
+    from scrapy_neardup.backends import SimHashBackend
 
-    method = SimHashMethod(k=3)
+    method = SimHashBackend(k=3)
     store = MemoryBucketStore(codec=method)
     rng = random.Random(3)
     base = rng.getrandbits(64)

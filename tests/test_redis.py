@@ -18,25 +18,22 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import crawl_runner
 import pytest
+from crawl_runner import ENV
+from redis_server import RedisServer, redis_state
 from scrapy.exceptions import DropItem
 
-from scrapy_neardup.algorithms import make_method
+from corpus import synthetic_corpus
+from scrapy_neardup.backends import make_backend
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
 from scrapy_neardup.state.redis import RETRY_INTERVAL, RedisState
 from scrapy_neardup.storage import redis_client, redis_index, redis_urls
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.text import Document
-from scrapy_neardup.urls import ScalableBloomFilter, url_fingerprint
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import crawl_runner
-from crawl_runner import ENV
-from redis_server import RedisServer, redis_state
-
-from corpus import synthetic_corpus
+from scrapy_neardup.urls import url_fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,25 +43,8 @@ pytestmark = pytest.mark.timeout(120)
 BACKENDS = ["simhash", "minhash", "spotsigs", "exact"]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = RedisServer(tmp_path_factory.mktemp("redis"), appendonly=True).start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def client(server):
-    if not server.ping():  # a test that stopped it and failed before starting it again
-        server.start()
-    c = redis_client.connect(server.url)
-    c.flushdb()
-    yield c
-    c.close()
-
-
 def redis_dedup(client, prefix: str, method: str, **params) -> Deduplicator:
-    m = make_method(method, **params)
+    m = make_backend(method, **params)
     return Deduplicator(
         m,
         min_tokens=20,
@@ -81,7 +61,7 @@ def test_redis_index_decides_as_the_memory_index(client, backend) -> None:
     docs = [*corpus.originals, *corpus.variants][:120]
     random.Random(1).shuffle(docs)
     in_redis = redis_dedup(client, "p", backend)
-    in_memory = Deduplicator(make_method(backend), min_tokens=20)
+    in_memory = Deduplicator(make_backend(backend), min_tokens=20)
     for doc in docs:
         assert in_redis.check(doc.key, doc.text) == in_memory.check(doc.key, doc.text), doc.key
     assert len(in_redis) == len(in_memory)
@@ -127,11 +107,11 @@ def _hammer(
 ):
     """``threads`` writers, each with its own copy of every group, all at the same group at the
     same moment. Returns the kept keys, the verdicts and one method to compare signatures."""
-    method = make_method(backend)
+    method = make_backend(backend)
     groups = _variants(40, threads, seed=3)
     if backend == "exact":  # exact matching needs identical copies
         groups = [[g[0]] * threads for g in groups]
-    signer = Deduplicator(make_method(backend), min_tokens=20)
+    signer = Deduplicator(make_backend(backend), min_tokens=20)
     signed = [[signer.sign(text) for text in g] for g in groups]
     barrier = threading.Barrier(threads)
     verdicts: list[list] = [[] for _ in range(threads)]
@@ -209,7 +189,7 @@ def test_the_hammer_catches_a_store_that_is_not_atomic(client, server) -> None:
 
 def test_probe_watches_only_the_least_filled_buckets(client) -> None:
     """``probe`` (SpotSigs' prefix rule) reads the least filled buckets and still adds to all."""
-    store = redis_index.RedisBucketStore(client, "p", "x", make_method("simhash"))
+    store = redis_index.RedisBucketStore(client, "p", "x", make_backend("simhash"))
     verify = lambda _key, other: 1.0 if other == 7 else None  # noqa: E731
     assert store.query_and_add("a", 7, [1, 2, 3], verify) == []
     assert store.query_and_add("b", 8, [1, 4, 5], verify, probe=2) == []  # 1 is the fullest

@@ -11,13 +11,9 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import crawl_runner
+import pytest
 from crawl_runner import ENV
 from redis_server import RedisClusterServers, redis_state
 

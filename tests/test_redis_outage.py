@@ -18,17 +18,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import crawl_runner
 import pytest
+from redis_server import RedisServer, Stats, redis_state
 
 from scrapy_neardup.report import render, summarize_redis
 from scrapy_neardup.state.redis import RETRY_INTERVAL, RedisState
 from scrapy_neardup.storage import redis_client, redis_index
 from scrapy_neardup.urls import url_fingerprint
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import crawl_runner
-from redis_server import RedisServer, Stats, redis_state
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "tests" / "stall_runner.py"
@@ -41,25 +38,6 @@ pytestmark = pytest.mark.timeout(120)
 #: few hundred milliseconds at most. So the bound tells the two apart without depending on
 #: how loaded the machine is (bench/bench_idle.py measures the stalls themselves).
 STALL_BOUND = 0.8
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = RedisServer(tmp_path_factory.mktemp("redis"), appendonly=True).start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def client(server):
-    if server.proc is not None:
-        server.proc.send_signal(signal.SIGCONT)  # a test that failed while it was stopped
-    if not server.ping():
-        server.start()
-    c = redis_client.connect(server.url)
-    c.flushdb()
-    yield c
-    c.close()
 
 
 def outage_state(server: RedisServer, prefix: str, **settings: object) -> tuple[RedisState, Stats]:

@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
+import crawl_runner
 import pytest
 import scrapy_redis  # noqa: F401  (the test extra: missing, this module fails, never skips)
+from redis_server import RedisServer
 from scrapy import Request
 from scrapy.settings import Settings
 from scrapy.spiders import Spider
@@ -31,34 +32,13 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_neardup.dupefilter import NearDupDupeFilter
 from scrapy_neardup.state import NearDupState
-from scrapy_neardup.storage import redis_client
 from scrapy_neardup.urls import canonical_url
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import crawl_runner
-from redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "tests" / "scrapy_redis_runner.py"
 OURS = "scrapy_neardup.dupefilter.NearDupDupeFilter"
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def client(server):
-    c = redis_client.connect(server.url)
-    c.flushdb()
-    yield c
-    c.close()
 
 
 def scrapy_redis_settings(server: RedisServer, prefix: str, **extra: object) -> dict:

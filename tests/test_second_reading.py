@@ -7,7 +7,6 @@ chapter was dropped for its translation. These pages reproduce that shape.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +14,6 @@ import numpy as np
 from scrapy_neardup.extraction import FastReadings, KeptLines, PageLines, extract_main_text
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from bench.common import serve_pages  # noqa: E402
 from tests.test_crawl import crawl  # noqa: E402

@@ -10,7 +10,7 @@ import importlib.metadata
 
 import pytest
 
-from scrapy_neardup.algorithms import SpotSigsMethod
+from scrapy_neardup.backends import SpotSigsBackend
 from scrapy_neardup.stopwords import (
     CHINESE_ANTECEDENTS,
     CHINESE_STOPWORDS,
@@ -75,19 +75,19 @@ ENGLISH_NOTE = (  # shorter than the German text it is appended to, as such note
     "publisher, and the images are used with the permission of their owners."
 )
 # The lists before per-language stopwords: English and Chinese for every document.
-OLD = SpotSigsMethod(
+OLD = SpotSigsBackend(
     antecedents=ENGLISH_ANTECEDENTS | CHINESE_ANTECEDENTS,
     stopwords=ENGLISH_STOPWORDS | CHINESE_STOPWORDS,
 )
 
 
-def signature(method: SpotSigsMethod, text: str):
+def signature(method: SpotSigsBackend, text: str):
     return method.signature(Document(text))
 
 
 @pytest.mark.parametrize("lang", sorted(PARAGRAPHS))
 def test_each_language_is_guessed_and_has_enough_spots(lang: str) -> None:
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     tokens = Document(PARAGRAPHS[lang]).tokens
     assert guess_language(tokens) == lang
     assert len(method.signature(Document(PARAGRAPHS[lang]))) >= method.min_spots
@@ -95,7 +95,7 @@ def test_each_language_is_guessed_and_has_enough_spots(lang: str) -> None:
 
 
 def test_spots_come_from_the_documents_language_only() -> None:
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     spots = method.spots(Document(PARAGRAPHS["de"] + " " + ENGLISH_NOTE).tokens)
     assert ("die", "stadt", "vergangenen") in spots
     # English antecedents of the quoted note start no spot; "in" is a German one too
@@ -103,7 +103,7 @@ def test_spots_come_from_the_documents_language_only() -> None:
 
 
 def test_german_articles_sharing_an_english_paragraph_do_not_match() -> None:
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     a = signature(method, PARAGRAPHS["de"] + " " + ENGLISH_NOTE)
     b = signature(method, GERMAN_TRAINS + " " + ENGLISH_NOTE)
     assert min(len(a), len(b)) >= method.min_spots
@@ -115,7 +115,7 @@ def test_german_articles_sharing_an_english_paragraph_do_not_match() -> None:
 
 
 def test_a_german_copy_with_other_punctuation_matches() -> None:
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     text = PARAGRAPHS["de"] + " " + GERMAN_TRAINS
     copy = text.replace(",", " -").replace(";", ".").replace(".", "!").upper()
     assert method.similarity(signature(method, text), signature(method, copy)) == 1.0
@@ -125,7 +125,7 @@ def test_a_german_copy_with_other_punctuation_matches() -> None:
 
 
 def test_a_translation_shares_no_spots() -> None:
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     german, dutch = signature(method, PARAGRAPHS["de"]), signature(method, PARAGRAPHS["nl"])
     assert len(set(german.tolist()) & set(dutch.tolist())) == 0
 
@@ -162,16 +162,18 @@ def test_language_guess_on_short_texts(text: str, lang: str | None) -> None:
 def test_guess_only_among_the_chosen_languages() -> None:
     tokens = Document(PARAGRAPHS["nl"]).tokens
     assert guess_language(tokens, ("en", "de")) in ("de", None)
-    method = SpotSigsMethod(languages=("en", "zh"))
+    method = SpotSigsBackend(languages=("en", "zh"))
     assert method.spots(tokens) == []  # no spots of a language: Dutch is not among them
     assert (
-        len(SpotSigsMethod(languages=("en", "zh"), anchors=0).signature(Document(PARAGRAPHS["nl"])))
+        len(
+            SpotSigsBackend(languages=("en", "zh"), anchors=0).signature(Document(PARAGRAPHS["nl"]))
+        )
         < method.min_spots
     )
     # It is signed as a page in no known language: anchored spots.
     anchored = signature(method, PARAGRAPHS["nl"])
     assert len(anchored) >= method.min_spots
-    assert not set(anchored.tolist()) & set(signature(SpotSigsMethod(), PARAGRAPHS["nl"]).tolist())
+    assert not set(anchored.tolist()) & set(signature(SpotSigsBackend(), PARAGRAPHS["nl"]).tolist())
 
 
 # Korean and Japanese news-like prose written here; no stopword list covers either.
@@ -194,16 +196,16 @@ def test_a_page_in_no_known_language_is_matched_on_anchored_spots(text: str) -> 
     """Korean and Japanese have no list: their spots are anchored on the text's own tokens,
     so a copy in another template (navigation around it) is found, verified by containment;
     without anchors the page has no spots of its own (only the excerpt keys propose it)."""
-    from scrapy_neardup.engine import Deduplicator
+    from scrapy_neardup.deduplicator import Deduplicator
 
     assert guess_language(Document(text).tokens) is None
     page = text + " " + text[::-1]  # long enough for ten spots
     copy = "홈 뉴스 로그인\n" + page + "\n이용약관"
-    assert len(signature(SpotSigsMethod(anchors=4), page)) >= 10
-    assert len(signature(SpotSigsMethod(anchors=0), page)) < len(
-        signature(SpotSigsMethod(anchors=4), page)
+    assert len(signature(SpotSigsBackend(anchors=4), page)) >= 10
+    assert len(signature(SpotSigsBackend(anchors=0), page)) < len(
+        signature(SpotSigsBackend(anchors=4), page)
     )
-    dedup = Deduplicator(SpotSigsMethod(anchors=4), min_tokens=20)
+    dedup = Deduplicator(SpotSigsBackend(anchors=4), min_tokens=20)
     assert not dedup.check("https://a.example/1", page).is_duplicate
     assert dedup.check("https://b.example/1", copy).is_duplicate
     assert not dedup.check("https://a.example/2", PARAGRAPHS["de"]).is_duplicate
@@ -211,7 +213,7 @@ def test_a_page_in_no_known_language_is_matched_on_anchored_spots(text: str) -> 
 
 def test_english_and_chinese_signatures_are_unchanged() -> None:
     """An English or a Chinese page is signed as with the lists of both languages, as before."""
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     english = "The quick brown fox jumps over the lazy dog, and it was said that the cat sat."
     chinese = "我们的工作是在北京完成的。他们表示这个项目已经完成，并且将在明年继续进行。"
     for text in (english * 5, chinese * 5):
@@ -219,13 +221,13 @@ def test_english_and_chinese_signatures_are_unchanged() -> None:
 
 
 def test_params_name_the_lists() -> None:
-    assert SpotSigsMethod().params() != SpotSigsMethod(languages=("en", "zh")).params()
-    assert SpotSigsMethod().params() != OLD.params()
-    assert sorted(SpotSigsMethod().params()["languages"]) == sorted(LANGUAGES)
+    assert SpotSigsBackend().params() != SpotSigsBackend(languages=("en", "zh")).params()
+    assert SpotSigsBackend().params() != OLD.params()
+    assert sorted(SpotSigsBackend().params()["languages"]) == sorted(LANGUAGES)
     with pytest.raises(ValueError, match="xx"):
-        SpotSigsMethod(languages=("en", "xx"))
+        SpotSigsBackend(languages=("en", "xx"))
     with pytest.raises(ValueError):
-        SpotSigsMethod(languages=())
+        SpotSigsBackend(languages=())
 
 
 @pytest.mark.skipif(

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_neardup.exceptions import InvalidURL, NearDupError, StateError
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.urls import (
     DEFAULT_STRIP_PARAMS,
-    ScalableBloomFilter,
     _plain_canonical,
     _rules_for,
     _w3lib_canonical,
@@ -315,7 +315,8 @@ def test_round_trip() -> None:
 
 def test_same_bytes_in_another_process() -> None:
     code = (
-        "from scrapy_neardup.urls import ScalableBloomFilter, url_fingerprint\n"
+        "from scrapy_neardup.storage.bloom import ScalableBloomFilter\n"
+        "from scrapy_neardup.urls import url_fingerprint\n"
         "b = ScalableBloomFilter(100, 0.01)\n"
         "for i in range(300): b.add(url_fingerprint(f'https://example.com/item/{i}'))\n"
         "import sys; sys.stdout.write(b.to_bytes().hex())\n"

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import crawl_runner  # noqa: E402
 from crawl_runner import ENV  # noqa: E402

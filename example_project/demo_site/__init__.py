@@ -55,7 +55,7 @@ unless said otherwise)
     appeared on ..." line; ``print``: the print view; ``reprint``: a Chinese reprint with
     0.5-2 % of the characters changed, another headline and added source/editor lines. Each
     copy has at least 0.9 of its words in phrases of its original, the line below which the
-    plugin keeps a page (``scrapy_neardup/algorithms/containment.py``).
+    plugin keeps a page (``scrapy_neardup/backends/containment.py``).
 
 Different articles are never duplicates, however much boilerplate they share: distinct
 articles have word 3-gram Jaccard < 0.2 (about 0.1 at most), copies > 0.6 (``similarity``).

@@ -1,19 +1,13 @@
 """The state interface every implementation shares: one per crawler, reached by every component.
 
-The dupefilter, the two middlewares and the pipeline of a crawler all reach the same state
-through :meth:`NearDupState.from_crawler`, so a URL recorded by the downloader middleware is
-known to the dupefilter, and page text found by the spider middleware reaches the pipeline.
-``NEARDUP_STORAGE`` picks the implementation, as ``HTTPCACHE_STORAGE`` picks Scrapy's cache
-storage: ``"memory"`` (:class:`~scrapy_neardup.state.files.FileState`: memory, journaled to
-files with ``JOBDIR``), ``"redis"`` (:class:`~scrapy_neardup.state.redis.RedisState`), or the
-import path of a subclass of :class:`NearDupState`.
-
-What an implementation provides: ``open()`` (load, idempotent), ``close()``, ``key_seen()``
-(URL test-and-set on a 16-byte request key), ``clear_urls()``, and a ``dedup``
-(:class:`~scrapy_neardup.engine.Deduplicator`) whose ``check_signed`` is the content check.
-Components that may wait call the async forms, :meth:`NearDupState.key_seen_async` and
-:meth:`NearDupState.check_item`: here they run inline; a state whose checks reach a server
-(``remote = True``, Redis) runs them off the reactor thread.
+Promises: the dupefilter, the middlewares and the pipeline of one crawler reach the same state
+(:meth:`NearDupState.from_crawler`), so a URL recorded by one is known to the others and page
+text found by the spider middleware reaches the pipeline. ``NEARDUP_STORAGE`` picks the
+implementation, as ``HTTPCACHE_STORAGE`` does: ``"memory"`` (:class:`FileState`, journaled to
+files when there is a state directory), ``"redis"``, or a subclass's import path. An
+implementation provides ``open()``, ``close()``, ``key_seen()``, ``clear_urls()`` and a
+``dedup``; a state whose checks reach a server (``remote = True``) runs them off the reactor
+thread. It must not import the Scrapy components. Rationale: ``docs/design.md#layers``.
 """
 
 from __future__ import annotations
@@ -28,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.request import RequestFingerprinter
 from xxhash import xxh3_128_digest
 
-from scrapy_neardup.algorithms.base import Match
+from scrapy_neardup.backends.base import Match
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.engine import Deduplicator, Signed, Verdict
+from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, NearDupError
 from scrapy_neardup.extraction import Extracted, Extractor, FastReadings, KeptLines, SignerSpec
 from scrapy_neardup.start import refuse_start
@@ -96,7 +90,7 @@ class NearDupState:
         self.urls: Any
         spec = SignerSpec(
             config.backend,
-            tuple(sorted({**config.method_params(), **config.verify_params()}.items())),
+            tuple(sorted({**config.backend_kwargs(), **config.verify_params()}.items())),
             config.min_tokens,
             config.max_text_chars,
         )
@@ -154,7 +148,7 @@ class NearDupState:
         """With the first page, ask a worker for what checking pages needs (MinHash's banding,
         which datasketch computes with scipy, for parameters whose banding is not written out
         in ``minhash._BANDINGS``; for the others the worker answers at once): loaded in this
-        process it would cost 50 MB and stall the reactor for most of a second."""
+        process it would cost scipy's memory and stall the reactor."""
         adopt = getattr(self.dedup.method, "adopt", None)
         if adopt is None:
             return
@@ -391,7 +385,7 @@ def freeze_startup_objects() -> None:
 
     They are the crawl's long-lived part (modules of Scrapy, numpy, datasketch and scipy,
     the loaded state), yet every full collection walks them all: in a crawl with the plugin
-    that blocked the reactor for 80-120 ms each time (measured by ``bench/bench_crawl.py``).
+    that blocked the reactor each time (``bench/bench_crawl.py`` measures the stalls).
     :func:`gc.freeze` moves them out of the collector's reach, as CPython's docs suggest
     for a process's startup objects; objects created later are collected as usual.
     """

@@ -1,31 +1,33 @@
 """The default state: in memory, journaled to files in a state directory when there is one.
 
-With a state directory (``JOBDIR/neardup`` by default) it is loaded at start, journaled as it
-changes, and snapshotted at close; see :mod:`scrapy_neardup.storage.journal` for what survives
-a crash, and for what stops a start instead (a corrupt journal or snapshot, a truncated
-journal). Every file that cannot be read stops the start with a StateError naming it. Files in
-the state directory::
-
-    urls.bloom       ScalableBloomFilter.to_bytes() snapshot (format in scrapy_neardup.urls),
-                     behind a checksum header (storage.journal.save_snapshot)
-    urls.journal     journal of 16-byte request keys added since the snapshot
-    urls.sqlite      every key, read only to confirm a Bloom positive before a request is
-                     dropped (NEARDUP_URL_CONFIRM; scrapy_neardup.storage.fingerprints)
-    content.state    Deduplicator.to_bytes() snapshot (format in scrapy_neardup.engine),
-                     behind a checksum header
-    content.journal  kept documents and duplicates since the snapshot (records in
-                     scrapy_neardup.storage.journal)
-    content.lshbloom with NEARDUP_INDEX = "lshbloom": the band filter, whose documents
-                     before the window are in no other file (LSHBloomStore.to_bytes())
-    frontier.journal requests let through the URL filter and not done yet, so that a crawl
-                     killed with SIGKILL crawls them again (scrapy_neardup.frontier); only
-                     written when FrontierMiddleware is on to mark requests done
-    lock             held (flock) by the crawl that has the directory open, with its PID
-                     (scrapy_neardup.storage.dirlock)
-    texts.records    the text each checked document was compared by, for auditing drops
-                     (NEARDUP_KEEP_TEXT > 0; scrapy_neardup.storage.texts)
-    *.journal.length each journal's length at its last recorded sync (storage.journal)
+Promises: with a state directory (``JOBDIR/neardup`` by default) the state is loaded at start,
+journaled as it changes and snapshotted at close, so a crash (even SIGKILL) loses at most one
+``NEARDUP_FLUSH_INTERVAL``; a file that cannot be read stops the start with a StateError naming
+it; one crawl at a time holds the directory (its lock). The files are listed below.
+Rationale: ``docs/design.md#state-directory``, ``#journals``, ``#directory-lock``.
 """
+
+# Files in the state directory:
+#
+#     urls.bloom       ScalableBloomFilter.to_bytes() snapshot (storage/bloom.py),
+#                      behind a checksum header (storage.journal.save_snapshot)
+#     urls.journal     journal of 16-byte request keys added since the snapshot
+#     urls.sqlite      every key, read only to confirm a Bloom positive before a request is
+#                      dropped (NEARDUP_URL_CONFIRM; scrapy_neardup.storage.fingerprints)
+#     content.state    Deduplicator.to_bytes() snapshot (format in scrapy_neardup.state_format),
+#                      behind a checksum header
+#     content.journal  kept documents and duplicates since the snapshot (records in
+#                      scrapy_neardup.storage.journal)
+#     content.lshbloom with NEARDUP_INDEX = "lshbloom": the band filter, whose documents
+#                      before the window are in no other file (LSHBloomStore.to_bytes())
+#     frontier.journal requests let through the URL filter and not done yet, so that a crawl
+#                      killed with SIGKILL crawls them again (scrapy_neardup.frontier); only
+#                      written when FrontierMiddleware is on to mark requests done
+#     lock             held (flock) by the crawl that has the directory open, with its PID
+#                      (scrapy_neardup.storage.dirlock)
+#     texts.records    the text each checked document was compared by, for auditing drops
+#                      (NEARDUP_KEEP_TEXT > 0; scrapy_neardup.storage.texts)
+#     *.journal.length each journal's length at its last recorded sync (storage.journal)
 
 from __future__ import annotations
 
@@ -41,10 +43,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from scrapy_neardup.engine import Deduplicator, Member, Signed
+from scrapy_neardup.components import component_enabled
+from scrapy_neardup.deduplicator import Deduplicator, Signed
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.factories import backend_from_config, stores_from_config
 from scrapy_neardup.frontier import Frontier
 from scrapy_neardup.state.base import NearDupState
+from scrapy_neardup.state_format import Member
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.dirlock import DirectoryLock, state_locks
 from scrapy_neardup.storage.fingerprints import FingerprintStore
 from scrapy_neardup.storage.journal import (
@@ -60,9 +66,11 @@ from scrapy_neardup.storage.journal import (
 )
 from scrapy_neardup.storage.lshbloom import LSHBloomStore
 from scrapy_neardup.storage.texts import TEXTS_FILE, TextFile
-from scrapy_neardup.urls import ScalableBloomFilter
 
 logger = logging.getLogger(__name__)
+
+#: Checked by import path, so that this module need not import the Scrapy components.
+FRONTIER_MIDDLEWARE = "scrapy_neardup.middlewares.FrontierMiddleware"
 
 T = TypeVar("T")
 
@@ -133,9 +141,9 @@ class FileState(NearDupState):
         config = self.config
         self.urls = ScalableBloomFilter(config.bloom_capacity, config.bloom_error_rate)
         self.dedup = Deduplicator(
-            config.make_method(),
+            backend_from_config(config),
             min_tokens=config.min_tokens,
-            stores=config.stores(),
+            stores=stores_from_config(config),
             **config.verify_params(),
         )
         self._url_journal: Journal | None = None
@@ -166,14 +174,12 @@ class FileState(NearDupState):
     def _frontier_wanted(self) -> bool:
         """Only when FrontierMiddleware will mark requests done: otherwise the journal would
         grow by every request and never shrink."""
-        from scrapy_neardup.middlewares import FrontierMiddleware, component_enabled
-
         config = self.config
         return (
             config.enabled
             and config.url_filter
             and self.crawler is not None
-            and component_enabled(self.crawler.settings, "SPIDER_MIDDLEWARES", FrontierMiddleware)
+            and component_enabled(self.crawler.settings, "SPIDER_MIDDLEWARES", FRONTIER_MIDDLEWARE)
         )
 
     def _open(self) -> None:

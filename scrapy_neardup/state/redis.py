@@ -1,53 +1,12 @@
 """The shared state: everything in Redis, for many crawler processes (``NEARDUP_STORAGE="redis"``).
 
-Nothing is written to the state directory: the URL filter
-(:mod:`scrapy_neardup.storage.redis_urls`), the indexes and the clusters
-(:mod:`scrapy_neardup.storage.redis_index`) live in Redis, shared by every crawler process
-that uses the same ``NEARDUP_KEY_PREFIX``.
-
-**No Redis call on the reactor thread.** Calls run in two threads of the state, each with its
-own client, every call bounded by ``NEARDUP_REDIS_TIMEOUT`` and never retried by redis-py (a
-failed call is an outage, below; a Bloom test-and-set must not run twice): URL test-and-sets,
-which crawling waits on, in one; content checks, the health probe and the writing of what was
-let through during an outage in the other. The pipeline and the downloader middleware await
-them. The links a page yields are checked ahead, all in one call awaited off the reactor
-thread (:class:`~scrapy_neardup.middlewares.LinkBatchMiddleware`), and the dupefilter answers
-them from that. For any other request the dupefilter cannot await (Scrapy's scheduler wants a
-bool at once): it waits for the URL thread at most :data:`SYNC_WAIT` seconds per turn of the
-reactor, and not at all while that thread has been stuck on a call for longer. Past that it
-answers from what this process knows and lets the request through; the check goes on in the
-thread, and the downloader middleware awaits its answer before the download, dropping the
-request then if Redis knew it. A slow Redis so slows the crawl down, and never freezes it.
-
-**At start** Redis must answer: the first contact is tried again for ``NEARDUP_REDIS_TIMEOUT``
-seconds, then the crawl does not start (a StorageError naming ``NEARDUP_REDIS_URL``, its
-password masked), whatever ``NEARDUP_REDIS_ON_ERROR`` says: a Redis out of reach from the
-first request is most often a mistyped URL, and fail-open would crawl everything unchecked.
-
-**Outages.** Once the crawl runs, a call that fails (refused, timed out) starts an outage:
-one WARNING, counted in ``neardup/redis/errors``. Until it ends nothing waits on Redis (calls
-queued in the threads fail at once) and ``NEARDUP_REDIS_ON_ERROR`` decides:
-
-- ``fail-open`` (default): nothing is lost. URLs and items are checked against what this
-  process knows: every URL it recorded or was told of (a local Bloom filter mirrors them) and
-  the items it kept during the outage. What is new to it is crawled or kept "unchecked"
-  (counted in ``neardup/urls/unchecked`` and ``neardup/items/unchecked``): another crawler
-  may have it. Unchecked URLs and items are remembered (up to ``BACKLOG_MAX``) and written to
-  Redis when it is back.
-- ``fail-closed``: the crawl is stopped (``close_spider`` with reason
-  ``neardup_redis_unavailable``); URLs and items met until it stops are dropped, never let
-  through unchecked.
-
-A health probe (PING, in the content thread) runs at most every ``RETRY_INTERVAL`` seconds
-during an outage; when Redis answers, what was let through is written and the outage ends.
-
-**Reconciliation.** An item kept unchecked is checked against Redis then, as any item is. If
-Redis holds a near-duplicate of it (kept by another crawler during the outage, or before),
-the late item joins that cluster as a duplicate, counted in ``neardup/items/reconciled`` and
-recorded in ``{prefix}:neardup:late`` for ``scrapy neardup-stats --redis-url`` to list: it was
-delivered, and one of the two copies should be cleaned from the output. Items dropped during
-the outage as copies of it follow it into that cluster. A URL let through unchecked that Redis
-turns out to know is counted in ``neardup/urls/late_duplicates``.
+Promises: the URL filter (:mod:`scrapy_neardup.storage.redis_urls`), the indexes and the
+clusters (:mod:`scrapy_neardup.storage.redis_index`) are shared by every crawler with the same
+``NEARDUP_KEY_PREFIX``, and two crawlers never both keep a near-duplicate pair. No Redis call
+runs on the reactor thread: calls run in the state's threads, each bounded by
+``NEARDUP_REDIS_TIMEOUT``; a Redis out of reach at start stops the start, and during the crawl
+``NEARDUP_REDIS_ON_ERROR`` decides. Nothing is written to the state directory.
+Rationale: ``docs/design.md#redis``, ``#outages``, ``#atomic-query-and-add``.
 """
 
 from __future__ import annotations
@@ -63,15 +22,22 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
-from scrapy_neardup.algorithms.base import Match
-from scrapy_neardup.engine import OPTIONAL_PARAMS, Deduplicator, Member, Signed, Verdict
+from scrapy_neardup.backends.base import Match
+from scrapy_neardup.components import component_enabled
+from scrapy_neardup.deduplicator import OPTIONAL_PARAMS, Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
+from scrapy_neardup.factories import backend_from_config
 from scrapy_neardup.state.base import NearDupState, repeat_key
+from scrapy_neardup.state_format import Member
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.texts import redis_key
 from scrapy_neardup.twisted_futures import LoopHandle, await_future
-from scrapy_neardup.urls import ScalableBloomFilter, site_of
+from scrapy_neardup.urls import site_of
 
 logger = logging.getLogger(__name__)
+
+#: Checked by import path, so that this module need not import the Scrapy components.
+URL_FILTER_MIDDLEWARE = "scrapy_neardup.middlewares.UrlFilterMiddleware"
 T = TypeVar("T")
 
 #: Seconds between two health probes of a Redis that went away.
@@ -82,7 +48,7 @@ START_RETRY_PAUSE = 0.25
 BACKLOG_MAX = 100_000
 #: Seconds the dupefilter may wait for URL answers in one turn of the reactor (never more
 #: than NEARDUP_REDIS_TIMEOUT): with Scrapy's own work in the same turn (a page's links),
-#: a turn then stays well under 100 ms on a loaded 2-core machine.
+#: a turn then stays short on a loaded machine (bench/bench_crawl.py's stall target).
 SYNC_WAIT = 0.025
 #: URL checks let through before their answer came, kept for the downloader middleware.
 LATE_MAX = 100_000
@@ -138,7 +104,7 @@ class RedisState(NearDupState):
         )
         self._url_thread = ThreadPoolExecutor(1, thread_name_prefix="neardup-redis-urls")
         self._content_thread = ThreadPoolExecutor(1, thread_name_prefix="neardup-redis-content")
-        method = config.make_method()
+        method = backend_from_config(config)
 
         def stores(name: str, codec: Any) -> Any:
             return redis_index.RedisBucketStore(self.redis_client, prefix, name, codec)
@@ -182,7 +148,7 @@ class RedisState(NearDupState):
         self._shared_queue = False  # whether requests go to a queue other processes pop
 
     def _new_local_urls(self) -> ScalableBloomFilter:
-        """This process's URLs (about 2.5 bytes a URL), answered from before asking Redis and
+        """This process's URLs (a few bytes a URL), answered from before asking Redis and
         during an outage; at a tenth of the error rate, so that its false positives add a
         tenth to Redis's filter's."""
         config = self.config
@@ -294,9 +260,7 @@ class RedisState(NearDupState):
         config, crawler = self.config, self.crawler
         if crawler is None or not (config.enabled and config.url_filter):
             return False
-        from scrapy_neardup.middlewares import UrlFilterMiddleware, component_enabled
-
-        return component_enabled(crawler.settings, "DOWNLOADER_MIDDLEWARES", UrlFilterMiddleware)
+        return component_enabled(crawler.settings, "DOWNLOADER_MIDDLEWARES", URL_FILTER_MIDDLEWARE)
 
     def _scheduler_shares_queue(self) -> bool:
         """Whether the scheduler is scrapy-redis's: its queue is in Redis, popped by every

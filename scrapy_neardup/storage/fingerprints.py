@@ -1,32 +1,10 @@
 """An exact set of URL fingerprints on disk, read only when the Bloom filter says "seen".
 
-A Bloom filter's false positive drops a page nobody has fetched: lost data. This store holds
-every recorded fingerprint in SQLite (Python's own, no server), so a positive can be
-confirmed before a request is dropped. Only positives read it, and SQLite keeps just its page
-cache in memory, so the crawl keeps the Bloom filter's memory per URL; the cost is a B-tree
-lookup per repeated URL and one insert per new one. Inserts wait in a small set
-(:data:`BATCH` keys, read by lookups too) and go in sorted, with one ``executemany``: 2 us a
-URL instead of 5 one by one, and the URL filter runs in the reactor's thread for every request.
-The larger the batch, the fewer times each page of a large table is written: at a million URLs
-an insert cost 3 us in batches of 1,024 and 1.6 us in batches of 16,384 (8,192 keys: 0.8 MB).
-
-A fingerprint is stored as its first 8 bytes, a signed 64-bit integer: the table is SQLite's
-own rowid B-tree (``integer primary key``), where an insert costs two thirds of one into a
-table keyed by the 16-byte blob (``bench_urlfilter.py``). Two URLs share a key with odds of
-one in 2**64 per pair: a positive confirmed wrongly (a page not fetched) after a billion URLs
-has odds of about 5e-11. Stores written before keyed the ``fingerprints`` table by the blob:
-their keys are copied over at opening, in one transaction, and the old table dropped (a
-version before this one opening the store afterwards finds that table empty, so each Bloom
-positive looks new: a re-fetch, never a dropped page).
-
-Crash safety: WAL mode, committed at most ``flush_interval`` seconds apart. A fingerprint lost
-in a crash makes its URL look new once, which costs one re-fetch, never a dropped page.
-
-A damaged file is a :class:`StateError` naming it, whenever SQLite notices ("file is not a
-database", "database disk image is malformed", a file it cannot open): at opening, which
-reads the header, the schema and every page of the tables read-only (``count(*)``, about 20
-ms per million keys; a full ``quick_check`` costs ten times that), or later, at the read that
-meets damage the count cannot see.
+Promises: every recorded fingerprint is kept in SQLite (a rowid table keyed by its first 8
+bytes), so a Bloom positive is confirmed before a request is dropped; inserts are batched and
+committed at most ``flush_interval`` seconds apart (WAL), so a crash costs at most a re-fetch,
+never a dropped page; a damaged file is a :class:`StateError` naming it. It knows nothing of
+Scrapy. Rationale: ``docs/design.md#confirm-store``.
 """
 
 from __future__ import annotations

@@ -1,36 +1,12 @@
 """Crash-safe state on disk: a snapshot plus an append-only journal of what came after it.
 
-Journal records are ``u32 length | u32 crc32(payload) | payload`` (little-endian; a payload is
-never empty, so a run of zero bytes is never a record). Records are written through the
-journal's own buffer (:data:`WRITE_BUFFER`) and flushed and fsynced at most
-``flush_interval`` seconds apart, so a crash (even SIGKILL) loses at most that window. The
-buffer is its own so that the journal knows when its records reach the OS: a journal whose
-records must never outlive another's (``before_write``, see :mod:`scrapy_neardup.frontier`)
-has the other's buffer written first. A crash can only ever leave the *last* record
-half-written, so at start (:meth:`Journal.open`) the records are replayed up to the first bad
-one and then:
-
-- a **torn tail**: no valid record follows the bad one anywhere in the file (searched at
-  every byte offset: numpy picks the offsets whose length fits, only those are checksummed)
-  and it lies past the length last recorded as synced (below). It is what a crash leaves: cut
-  off, logged, and counted by the state (``neardup/state/torn_journals``).
-- **corruption**: a valid record follows the bad one, or the bad one was synced before. Not
-  something a crash does, and cutting there would silently drop every record after it:
-  :class:`StateError` naming the file and the byte offset, and the file is left as it is.
-
-Beside each journal, ``<name>.length`` records how long it was at a sync (``b"NDJL" | u64
-length | u32 crc32`` of the 12 bytes before, replaced atomically at most about once a second
-and at close): a journal shorter than that was truncated or replaced after it was written,
-which is a :class:`StateError` too. It is lowered *before* the journal shrinks on purpose
-(:meth:`Journal.rewrite`, :meth:`Journal.reset`), so a crash between the two never looks
-like truncation. No such file (a first run) means nothing to check; an unreadable one is
-logged and not checked at that start (the journals' own checksums still are).
-
-A snapshot (:func:`save_snapshot`) is ``b"NDSN" | u16 format (1) | u64 body length | u64
-xxh3-64 of the body | body``, written to a temporary file, fsynced and renamed over the old
-one; only then is the journal emptied, so replaying a journal on top of a snapshot that already
-holds its records must be harmless (adds are idempotent). :func:`load_snapshot` checks the
-header, length and checksum: a snapshot without it comes from another version.
+Promises: records are ``u32 length | u32 crc32(payload) | payload`` (little-endian), flushed
+and fsynced at most ``flush_interval`` seconds apart; at start a torn last record (what a crash
+leaves) is cut off and counted, while corruption or truncation (a valid record after a bad one,
+a journal shorter than its recorded ``.length``) is a :class:`StateError` and the file is left
+as it is. Snapshots (``b"NDSN"``, checksummed) replace the old one atomically before the
+journal is emptied. It knows nothing of what the records mean beyond their framing and the
+content records' encoding. Rationale: ``docs/design.md#journals``.
 """
 
 from __future__ import annotations
@@ -475,7 +451,7 @@ def write_snapshot(path: Path, *chunks: bytes) -> None:
 _SNAPSHOT = struct.Struct("<4sHQQ")  # magic, format, body length, xxh3-64 of the body
 _SNAPSHOT_MAGIC = b"NDSN"
 _SNAPSHOT_FORMAT = 1
-# What the snapshots of versions before the checksum began with (engine.MAGIC, urls._MAGIC).
+# What snapshots without the checksum begin with (state_format.MAGIC, storage.bloom._MAGIC).
 _UNCHECKED_MAGICS = (b"NDUP", b"NDBF")
 
 

@@ -1,21 +1,10 @@
-"""An index after LSHBloom (Khan et al. 2024, arXiv 2411.04257), for crawls too large to keep
-even a key and a bucket entry per document.
+"""An index after LSHBloom (Khan et al. 2024, arXiv 2411.04257), for very large crawls.
 
-MinHash-LSH keeps, for each band, a table from the band's hash to the documents that have it.
-LSHBloom keeps only whether a band's hash was met: one Bloom filter of (band, hash) pairs. At
-the default 1e-5 per lookup that is about 24 bits per band, about 70 bytes a document for
-MinHash's default 23 bands, and the filter grows by stages
-(:class:`~scrapy_neardup.urls.ScalableBloomFilter`) so its rate holds at any size.
-
-A Bloom hit names no document, so it cannot be verified, and this project drops a page only
-when its text is verified to be in a kept one. So the most recent documents (``window``) are
-also kept in an ordinary store (two generations of
-:class:`~scrapy_neardup.storage.memory.MemoryBucketStore`: when the newer holds half the
-window, the older is let go), and a document is dropped only for a verified match there. A
-document whose bands hit the Bloom filter but that matches nothing in the window (a copy of
-an older page, or a false positive) is kept and counted in :attr:`LSHBloomStore.unverified`
-(``neardup/lshbloom/unverified`` in the crawl stats). Memory per document: the Bloom
-filter's bytes, plus the window's fixed cost spread over the crawl.
+Promises: only whether a MinHash band's hash was met is kept (one scalable Bloom filter of
+(band, hash) pairs), plus the signatures of a window of recent documents, so that candidates
+in the window are verified as in any index; a band hit outside the window names no document
+and keeps the page, counted as unverified. Memory-only, MinHash only.
+Rationale: ``docs/design.md#lshbloom``.
 """
 
 from __future__ import annotations
@@ -27,12 +16,12 @@ from typing import Any
 
 from xxhash import xxh3_128_digest
 
-from scrapy_neardup.algorithms.base import Verifier
+from scrapy_neardup.backends.base import Verifier
+from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.memory import MemoryBucketStore
-from scrapy_neardup.urls import ScalableBloomFilter
 
-#: Documents verified against, by default: about 36 MB of keys and buckets in memory for
-#: MinHash, and their signatures in the store's temporary file.
+#: Documents verified against, by default: their keys and buckets in memory, their
+#: signatures in the store's temporary file (costs: docs/design.md#lshbloom).
 DEFAULT_WINDOW = 100_000
 #: False-positive rate of the band filter, by default (the paper's order of magnitude).
 DEFAULT_ERROR_RATE = 1e-5
@@ -107,7 +96,7 @@ class LSHBloomStore:
     def _add(self, key: str, signature: Any, buckets: list[int]) -> bool:
         """Adds; returns whether a band of it was met before."""
         met = False
-        # Excerpt keys (algorithms/excerpts.py) find parts of the window's pages only: two
+        # Excerpt keys (backends/excerpts.py) find parts of the window's pages only: two
         # pages that share a paragraph are no copies, so their keys are no bands met.
         excerpts = getattr(self._codec, "excerpt_keys", None)
         skip = set(excerpts(signature)) if excerpts is not None else set()

@@ -1,41 +1,10 @@
-"""In-process storage: the default. Keys and postings in memory, signatures on disk.
+"""The default store: bucket keys and postings in memory, signatures in a temporary file.
 
-A Python dict of buckets costs 70-100 bytes per posting (bucket -> key) and every key and
-signature is its own object, so the index used to take ~3.6 KB per document for MinHash (whose
-signature is 512 bytes) and 9-11 KB for SpotSigs, and the phrase filter that verifies
-candidates (``algorithms/containment.py``, about 1 KB a page) came on top. Here nothing per
-document is a Python object:
-
-* documents get dense integer ids (insertion order, so ``items()`` keeps it);
-* keys are UTF-8 in one byte buffer with offsets, found by an open-addressing table of ids
-  (linear probing on xxh3 of the key, load <= 0.7);
-* signatures: with a ``codec`` (the method, as the engine's store factory gives it), its
-  ``encode`` bytes go to an unlinked temporary file (:class:`_SignatureFile`) and are read
-  back, and decoded, only to verify a candidate: a few per page, at a few microseconds each
-  from the OS's cache. Without one (tests, the index benchmark), 1-D numpy arrays or bytes
-  are packed in one growing buffer (handed to ``verify`` as views); anything else is kept as
-  an object;
-* postings (bucket -> ids) are sorted runs merged LSM-style (O'Neil et al. 1996, "The
-  log-structured merge-tree"): recent postings sit in a small dict until it holds ``FLUSH``
-  of them, then become a sorted run; a run absorbs the next while it is at most ``FACTOR``
-  times larger, so there are O(log_FACTOR(n / FLUSH)) runs (2 at 1M MinHash documents).
-  A run keeps, per posting, a u32 id and the bucket's bits below a directory of its top bits
-  (u32 once the run is big; the directory adds 0.25-0.5 byte): ~8.5 bytes a posting, and a
-  lookup reads one directory cell of ~8-16 entries per run, vectorised over all buckets.
-
-Buckets are mixed and cut to ``KEY_BITS`` (48) bits: two buckets then share postings with
-probability ~postings / 2**48, which costs one extra verification, never a wrong answer
-beyond what ``verify`` accepts. Large arrays live in their own anonymous mappings, so growth by
-doubling and merging runs give memory back instead of fragmenting the heap. Results come in
-the dict store's order: buckets in the order given (least filled first with ``probe``), and
-within a bucket the ids in insertion order.
-
-Measured with ``bench/bench_engine.py``'s scaling (random signatures in the buffer, 2-core
-machine), RSS per document at 1M documents: MinHash 980 B (was 3,691 with dicts), SpotSigs
-1,846 B (was 9,273 at 100k); a query without candidates takes 36 -> 63 us from 10k to 1M
-documents (MinHash; dicts: 9 -> 15 us) and 85 -> 134 us (SpotSigs; dicts: 14 -> 32 us at
-100k): the memory is bought with a dozen numpy calls per run and query. With real-text
-verified signatures, as a crawl indexes them, see ``bench/bench_memory.py``.
+Promises: the :class:`~scrapy_neardup.backends.base.BucketStore` interface with nothing per
+document held as a Python object (dense integer ids, keys in one buffer, postings in sorted
+runs merged LSM-style); a bucket collision costs one extra verification, never a wrong answer.
+It knows nothing of what a signature means (a ``codec`` encodes them). Rationale and measured
+costs: ``docs/design.md#memory-store``.
 """
 
 from __future__ import annotations
@@ -52,7 +21,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from scrapy_neardup.algorithms.base import Verifier
+from scrapy_neardup.backends.base import Verifier
 
 logger = logging.getLogger(__name__)
 
@@ -113,8 +82,7 @@ class _Growing:
 def _empty(size: int, dtype: Any) -> np.ndarray:
     """An uninitialised array; past ``MAPPED`` bytes in its own anonymous mapping, so freeing it
     returns the memory. numpy's arrays of up to 32 MiB come from glibc's heap, where an outgrown
-    buffer or merged run leaves a hole that small allocations then pin (measured: ~250 B per
-    MinHash document at 1M documents)."""
+    buffer or merged run leaves a hole that small allocations then pin."""
     dtype = np.dtype(dtype)
     nbytes = size * dtype.itemsize
     if nbytes < MAPPED:
@@ -326,7 +294,7 @@ class MemoryBucketStore:
 
     def __init__(self, flush: int = FLUSH, codec: Any = None) -> None:
         """``flush``: postings kept in a dict before they become a sorted run (tests lower
-        it); ``codec``: the method whose ``encode``/``decode`` pack signatures."""
+        it); ``codec``: the backend whose ``encode``/``decode`` pack signatures."""
         self._codec = codec
         self._lock = threading.Lock()
         self._n = 0
@@ -339,7 +307,7 @@ class MemoryBucketStore:
         self._objects: dict[int, Any] = {}
         self._file: _SignatureFile | None = None  # with a codec: the signatures, on disk
         self._postings = _Postings(flush)
-        # A method with a Hamming key (SimHash's fingerprint): 8 bytes a document in memory,
+        # A backend with a Hamming key (SimHash's fingerprint): 8 bytes a document in memory,
         # so that a candidate too many bits away is rejected without reading its signature.
         self._hamming = getattr(codec, "hamming_key", None)
         self._limit = getattr(codec, "hamming_limit", 0)

@@ -1,40 +1,33 @@
 """Redis storage: the client, the key layout and what every Redis module here shares.
 
-Needs ``pip install scrapy-neardup[redis]``; :mod:`redis` is imported only when this module is.
-Everything of one crawl lives under ``{prefix}`` (the prefix is ``NEARDUP_KEY_PREFIX`` or the
-spider's name, never random, so a crawl's keys are never orphaned). Each part that a script or
-a transaction reads and writes as one (the URL filter, each index) has its own hash tag, so
-that on Redis Cluster it lives in one slot, and a crawl's parts spread over the nodes::
-
-    {p}:neardup:meta                   HASH  format, "content" and "urls": JSON of the parameters
-    {p:urls}:neardup:urls              HASH  Bloom filter: stages, count, count:<stage>
-    {p:urls}:neardup:urls:<stage>:<n>  STRING bitmap n of a stage (at most CHUNK_BITS bits)
-    {p:urls}:neardup:urls:bf           RedisBloom filter (used instead when the module is loaded)
-    {p:<index>}:neardup:<index>:seq    STRING last document id given out (INCR)
-    {p:<index>}:neardup:<index>:ids    HASH  document key -> id
-    {p:<index>}:neardup:<index>:docs   HASH  id -> u32 len | key UTF-8 | signature (method.encode)
-    {p:<index>}:neardup:<index>:b:<bucket>  STRING the ids in a bucket, u32 little-endian each
-    {p}:neardup:members                HASH  duplicate key -> u32 len | head | u32 len | method |
-                                             f64
-    {p}:neardup:late                   HASH  the same, for duplicates found only once Redis was
-                                             back from an outage (both copies were delivered)
-    {p}:neardup:related                HASH  the same, for kept pages that hold a kept one
-    {p}:neardup:counts                 HASH  counters (duplicates/<method>, late_duplicates)
-    {p}:neardup:texts                  HASH  document key -> kept text (NEARDUP_KEEP_TEXT)
-
-``<index>`` is ``exact`` or the method's name. Signatures are the methods' own little-endian
-``encode`` output: no pickle anywhere. Format 1 (before hash tags) had the same keys under
-``p:neardup:``; a crawl finds them and stops with the command that deletes them.
-
-Why not smaller shards: a document's buckets must be read and written by one script (the
-atomic query-and-add that never lets two crawlers both keep a pair, see
-:mod:`scrapy_neardup.storage.redis_index`), and Redis runs a script on one slot; so one index
-is one slot, and one node holds it all. Many crawls, or a crawl's URL filter and its indexes,
-spread over the cluster.
-
-The content indexes are in :mod:`scrapy_neardup.storage.redis_index`, the URL filters in
-:mod:`scrapy_neardup.storage.redis_urls`.
+Promises: everything of one crawl lives under ``{prefix}`` (``NEARDUP_KEY_PREFIX`` or the
+spider's name, never random); each part read and written as one (the URL filter, each index)
+has its own hash tag, so on Redis Cluster it is one slot; no pickle anywhere. Needs the
+``redis`` extra, imported only here. The key layout is the comment below.
+Rationale: ``docs/design.md#key-layout``.
 """
+
+# Key layout:
+#
+#     {p}:neardup:meta                   HASH  format, "content" and "urls": JSON of the parameters
+#     {p:urls}:neardup:urls              HASH  Bloom filter: stages, count, count:<stage>
+#     {p:urls}:neardup:urls:<stage>:<n>  STRING bitmap n of a stage (at most CHUNK_BITS bits)
+#     {p:urls}:neardup:urls:bf           RedisBloom filter (used instead when the module is loaded)
+#     {p:<index>}:neardup:<index>:seq    STRING last document id given out (INCR)
+#     {p:<index>}:neardup:<index>:ids    HASH  document key -> id
+#     {p:<index>}:neardup:<index>:docs   HASH  id -> u32 len | key UTF-8 | signature (method.encode)
+#     {p:<index>}:neardup:<index>:b:<bucket>  STRING the ids in a bucket, u32 little-endian each
+#     {p}:neardup:members                HASH  duplicate key -> u32 len | head | u32 len | method |
+#                                              f64
+#     {p}:neardup:late                   HASH  the same, for duplicates found only once Redis was
+#                                              back from an outage (both copies were delivered)
+#     {p}:neardup:related                HASH  the same, for kept pages that hold a kept one
+#     {p}:neardup:counts                 HASH  counters (duplicates/<method>, late_duplicates)
+#     {p}:neardup:texts                  HASH  document key -> kept text (NEARDUP_KEEP_TEXT)
+#
+# ``<index>`` is ``exact`` or the backend's name. Format 1 (without hash tags) had the
+# same keys under ``p:neardup:``; a crawl finds them and stops with the command that
+# deletes them.
 
 from __future__ import annotations
 

@@ -1,21 +1,10 @@
 """Content indexes in Redis, shared by many crawler processes.
 
-**Atomic query-and-add (optimistic, never two keepers).** Verifying a candidate (Hamming
-distance, Jaccard estimate) is Python, so the check cannot run inside Redis. Instead one Lua
-script, :data:`_INDEX_LUA`, takes the lengths of the document's buckets that the client has
-already verified ("everything up to byte n of bucket b"). In one atomic step it compares them
-with the buckets' current lengths: if no bucket grew, nobody added a document that could
-match since the client looked, and the script adds the document to all its buckets; if some
-grew, it adds nothing and returns just the newcomers (ids past the client's lengths, with
-their signatures). The client verifies those, stops if one matches (a duplicate), else sends
-the new lengths and tries again. The first call passes no lengths (all zero), so a document
-whose buckets are empty costs one round trip. Two processes that see near-duplicates A and B
-at once: Redis runs their scripts one after the other; the first adds A, the second sees its
-buckets grew, gets A, verifies it and reports B as a duplicate. A bucket only ever grows
-(append-only), so "same length" means "same content"; a retry happens only when another
-writer made progress, so the loop ends. Nothing is locked, so a crawler that dies mid-way
-leaves nothing to clean up. Adding a key that is already indexed does nothing, which makes a
-call retried after a lost reply harmless.
+Promises: an optimistic atomic query-and-add: one Lua script (:data:`_INDEX_LUA`) adds a
+document only if none of its buckets grew since the client verified them, else the client
+verifies the new entries and tries again, so two crawlers never both keep a near-duplicate
+pair. Signatures are the backends' own ``encode`` bytes. Rationale:
+``docs/design.md#atomic-query-and-add``.
 """
 
 from __future__ import annotations
@@ -24,7 +13,7 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from scrapy_neardup.algorithms.base import Verifier
+from scrapy_neardup.backends.base import Verifier
 from scrapy_neardup.exceptions import StateError
 
 # ``redis`` through redis_client: without the package, that import says what to install.
@@ -107,9 +96,9 @@ def _unpack_doc(data: bytes) -> tuple[str, bytes]:
 
 
 class RedisBucketStore:
-    """A :class:`~scrapy_neardup.algorithms.base.BucketStore` in Redis, safe for many writers.
+    """A :class:`~scrapy_neardup.backends.base.BucketStore` in Redis, safe for many writers.
 
-    ``codec`` is the method (its ``encode``/``decode``); nothing else of it is used. See the
+    ``codec`` is the backend (its ``encode``/``decode``); nothing else of it is used. See the
     module docstring for the keys and for why :meth:`query_and_add` never lets two processes
     both keep a near-duplicate pair.
     """

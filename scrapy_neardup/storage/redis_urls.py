@@ -1,12 +1,14 @@
 """URL filters in Redis, shared by many crawler processes.
 
-**URL filter.** A scalable Bloom filter like :class:`scrapy_neardup.urls.ScalableBloomFilter`
-(stage j holds ``capacity * growth**j`` URLs at ``error_rate * (1 - tightening) *
-tightening**j``), its bits in Redis bitmaps of at most :data:`CHUNK_BITS` bits per key (far
-from Redis's 512 MB string limit). The client computes the bit positions of every stage
-(double hashing of the 128-bit URL fingerprint); :data:`_BLOOM_LUA` tests and sets a batch of
-URLs atomically in one EVALSHA and starts a new stage when the newest is full. With the
-RedisBloom module loaded (``MODULE LIST`` shows ``bf``), ``BF.ADD``/``BF.MADD`` are used instead.
+**URL filter.** A scalable Bloom filter like
+:class:`scrapy_neardup.storage.bloom.ScalableBloomFilter` (stage j holds ``capacity *
+growth**j`` URLs at ``error_rate * (1 - tightening) * tightening**j``), its bits in Redis
+bitmaps of at most :data:`CHUNK_BITS` bits per key (far from Redis's 512 MB string limit). The
+client computes the bit positions of every stage (double hashing of the 128-bit URL
+fingerprint); :data:`_BLOOM_LUA` tests and sets a batch of URLs atomically in one EVALSHA and
+starts a new stage when the newest is full. With the RedisBloom module loaded (``MODULE LIST``
+shows ``bf``), ``BF.ADD``/``BF.MADD`` are used instead.
+Rationale: ``docs/design.md#url-filter-in-redis``.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from scrapy_neardup.storage.bloom import MAX_STAGE_RATE, bloom_size
+
 # ``redis`` through redis_client: without the package, that import says what to install.
 from scrapy_neardup.storage.redis_client import glob_escape, key_base, part_base, redis, unlink_keys
-from scrapy_neardup.urls import _MAX_STAGE_RATE, _bloom_size
 
 #: Bits per bitmap key: 2**29 bits = 64 MiB, an eighth of Redis's 512 MB string limit.
 CHUNK_BITS = 1 << 29
@@ -110,8 +113,8 @@ def stage_params(
 ) -> tuple[int, int, int]:
     """(capacity, bits, hash functions) of a stage, as ScalableBloomFilter sizes its stages."""
     cap = capacity * growth**stage
-    rate = min(error_rate * (1.0 - tightening) * tightening**stage, _MAX_STAGE_RATE)
-    bits, k = _bloom_size(cap, rate)
+    rate = min(error_rate * (1.0 - tightening) * tightening**stage, MAX_STAGE_RATE)
+    bits, k = bloom_size(cap, rate)
     return cap, max(64, math.ceil(bits)), max(1, k)
 
 

@@ -1,29 +1,10 @@
 """Kept texts: what each checked document was compared by, so that a drop can be audited.
 
-With ``NEARDUP_KEEP_TEXT`` > 0 the state keeps, for every document it checks, the text the
-signature was made of (the main text after extraction, or the item's text field), cut to that
-many characters, keyed by the document's key (its URL, as in the clusters). ``scrapy
-neardup-stats --html FILE`` (:mod:`scrapy_neardup.report_html`) shows a dropped text beside
-the kept one it was dropped for. Nothing here is read back by the crawl: texts are for people.
-
-**In a state directory**, ``texts.records``: an append-only file of records framed as the
-journals' (:mod:`scrapy_neardup.storage.journal`), little-endian::
-
-    u32 length | u32 crc32(payload) | payload
-    payload = u32 len | key UTF-8 | text UTF-8
-
-Written through a buffer and fsynced with the other journals (``FileState.sync``, every
-``NEARDUP_FLUSH_INTERVAL`` seconds, and at close), so a crash loses at most that window. A
-torn last record (a crash mid-write) is cut off when the file is opened again, and readers
-stop at it. The file is never compacted: a key written twice (a page crawled again after a
-crash) is read as its last record. Opening streams the file record by record, so neither the
-crawl nor the report ever holds more than the texts it asked for: at 20,000 characters a
-document (about 20 KB of mostly ASCII text), a million documents take about 20 GB of disk and
-no memory.
-
-**In Redis**, the hash ``{prefix}:neardup:texts`` (key -> text UTF-8), written in the
-state's content thread right after the item's check; ``neardup-stats --reset`` deletes it
-with the crawl's other keys.
+Promises: with ``NEARDUP_KEEP_TEXT`` > 0, the compared text of every checked document (cut to
+that many characters) is kept by its key: in a state directory in ``texts.records`` (framed
+as the journals, ``u32 len | key | text`` payloads, synced with them, a torn tail cut off),
+in Redis in ``{prefix}:neardup:texts``. Nothing is read back by the crawl; readers stream the
+file. Rationale: ``docs/design.md#kept-texts``.
 """
 
 from __future__ import annotations

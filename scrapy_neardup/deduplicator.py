@@ -1,42 +1,25 @@
-"""The near-duplicate engine: exact hash first, then the configured method, verified by
-containment: a document is dropped only when what it says is already in a kept one.
+"""The near-duplicate engine: :class:`Deduplicator`, its :class:`Index` and :class:`Verdict`.
 
-It joins the maths (:mod:`scrapy_neardup.algorithms`) with a store
-(:mod:`scrapy_neardup.storage`) and keeps the clusters: every kept document is the head of a
-cluster, every duplicate joins the cluster of the earlier document that contains it
-(:mod:`scrapy_neardup.algorithms.containment`). A later document that carries substantially
-more than a kept one is kept too, and recorded as *related* to it. Only heads are indexed, so
-a chain of small edits cannot drift a cluster away from its first document.
-
-Saved state (:meth:`Deduplicator.to_bytes`), little-endian throughout, no pickle::
-
-    magic  b"NDUP"  | u16 version (2)
-    u32 n | n bytes  meta: UTF-8 JSON {"method", "params", "min_tokens", "counts"}
-    u64 n | n heads:    u32 len | key UTF-8 | u32 len | exact signature
-    u64 n | n heads:    u32 len | key UTF-8 | u32 len | method signature
-    u64 n | n members:  u32 len | key | u32 len | head | u8 len | method | f64 similarity
-    u64 n | n related:  the same fields (key: the richer document, head: the kept one)
-    [u64 n | n near:    the same fields (key: a kept document near the kept head), only
-                        where meta has "near": n > 0; a state without is as earlier
-                        releases wrote it]
-
-Loading checks the method and its parameters: signatures made with other parameters would
-never match, silently, so a mismatch is a :class:`StateError`.
+Promises: exact hash first, then the configured backend; every candidate is verified exactly
+(:mod:`scrapy_neardup.backends.containment`), so no estimate drops a document. Every kept
+document heads a cluster, every duplicate joins the cluster of the earlier document that
+holds it; only heads are indexed. A saved state (:mod:`scrapy_neardup.state_format`) loads
+only into a deduplicator configured as it was. It knows nothing of Scrapy, and of storage
+only the store factory it is given. Rationale: ``docs/design.md#engine``.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import struct
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol
 
-from scrapy_neardup.algorithms import DEFAULT_METHOD, Match, Method, make_method
-from scrapy_neardup.algorithms.base import BucketStore, Verifier
-from scrapy_neardup.algorithms.containment import (
+from scrapy_neardup.backends import DEFAULT_BACKEND, Backend, Match, make_backend
+from scrapy_neardup.backends.base import BucketStore, Verifier
+from scrapy_neardup.backends.containment import (
     BOILERPLATE_SHARE,
     SiteLines,
     Verified,
@@ -44,24 +27,31 @@ from scrapy_neardup.algorithms.containment import (
     coverage,
     holds,
 )
-from scrapy_neardup.algorithms.exact import ExactMethod
+from scrapy_neardup.backends.exact import ExactBackend
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.settings import DECISION_SETTINGS, default
+from scrapy_neardup.state_format import (
+    Member,
+    iter_state,
+    write_header,
+    write_members,
+    write_signatures,
+)
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 
-MAGIC = b"NDUP"
-VERSION = 2  # 2: phrase filters in the method signatures, related documents
-DEFAULT_MIN_TOKENS = 50
+#: Texts with fewer tokens are matched exactly only (``NEARDUP_MIN_TOKENS``).
+DEFAULT_MIN_TOKENS: int = default("NEARDUP_MIN_TOKENS")
 
 
 class Index:
-    """One method over one store: query, add, or both at once (atomically, in the store).
+    """One backend over one store: query, add, or both at once (atomically, in the store).
 
-    A method with a ``check`` (:class:`~scrapy_neardup.algorithms.containment.Verified`)
+    A backend with a ``check`` (:class:`~scrapy_neardup.backends.containment.Verified`)
     tells copies from related documents; :meth:`search` returns both.
     """
 
-    def __init__(self, method: Method, store: BucketStore) -> None:
+    def __init__(self, method: Backend, store: BucketStore) -> None:
         self.method = method
         self.store = store
         self._probe_count = getattr(method, "probe_count", None)
@@ -101,7 +91,7 @@ class Index:
         return verify
 
     def _probe(self, signature: Any) -> dict[str, int]:
-        """``probe=`` for the store, only for methods that have it (see algorithms.base)."""
+        """``probe=`` for the store, only for backends that have it (see backends.base)."""
         return {} if self._probe_count is None else {"probe": self._probe_count(signature)}
 
     def search(
@@ -128,7 +118,7 @@ class Index:
 
     def _excerpts_first(self, signature: Any, verify: Verifier) -> tuple[list, Verifier]:
         """A store told to ``probe`` the least filled buckets only (SpotSigs) may leave out
-        the excerpt keys (algorithms/excerpts.py), whose promise needs every one of them: they
+        the excerpt keys (backends/excerpts.py), whose promise needs every one of them: they
         are queried first, all of them. Returns what they found and the verifier for all the
         buckets then, which skips the candidates already verified (what they found is a copy:
         the document is not added)."""
@@ -213,29 +203,18 @@ class Recorder(Protocol):
     # Optional: ``near(member)``, told of a kept document near a kept one (Verdict.near_to).
 
 
-@dataclass(frozen=True)
-class Member:
-    """A duplicate and the cluster head it joined; or, in ``Deduplicator.related``, a kept
-    document (``key``) and the earlier kept one (``head``) it holds and adds to."""
-
-    key: str
-    head: str
-    method: str
-    similarity: float
-
-
 def best_match(matches: Iterable[Match]) -> Match:
     """The one holding most of the document, then the most similar; among equals the first
     found (the earlier document)."""
     return max(matches, key=lambda m: (m.containment, m.similarity))
 
 
-#: A store for an index: its name ("exact" or the method's) and the codec of its signatures
-#: (the method whose ``encode``/``decode`` a store that serialises must use).
-StoreFactory = Callable[[str, Method], BucketStore]
+#: A store for an index: its name ("exact" or the backend's) and the codec of its signatures
+#: (the backend whose ``encode``/``decode`` a store that serialises must use).
+StoreFactory = Callable[[str, Backend], BucketStore]
 
 
-def memory_stores(_name: str, codec: Method) -> BucketStore:
+def memory_stores(_name: str, codec: Backend) -> BucketStore:
     return MemoryBucketStore(codec=codec)
 
 
@@ -244,20 +223,39 @@ class Deduplicator:
 
     Documents with fewer than ``min_tokens`` tokens are matched exactly only (and counted as
     ``short``): SimHash and MinHash estimates are unreliable on a handful of words. The
-    method's candidates are verified (:class:`~scrapy_neardup.algorithms.containment.Verified`):
+    backend's candidates are verified (:class:`~scrapy_neardup.backends.containment.Verified`):
     ``decision`` says which rule drops, ``"contained"`` (``contained_words``,
     ``contained_shingles``) or ``"similar"`` (``similarity``, ``similar_shingles``; with a
-    method named by a string, its candidate threshold and shingles default to the ones that
+    backend named by a string, its candidate threshold and shingles default to the ones that
     propose what the rule accepts); ``related`` is the share of a kept document's
     3-shingles a later one must hold to be recorded as related. ``containment`` (a dict of
     Verified's keyword arguments) is the older spelling of the same. A page whose words are
     at least ``boilerplate_share`` lines its site repeats (:meth:`without_boilerplate`) has
     no text of its own to compare: it is matched exactly only, and counted.
+
+    Args:
+        method: the backend: a name in :data:`~scrapy_neardup.backends.BACKENDS` or an
+            instance (the keyword keeps the saved state's name for it).
+        min_tokens: shorter documents are matched exactly only.
+        stores: the store factory of the indexes (memory by default).
+        decision: ``"contained"`` or ``"similar"``; the thresholds after it tune that rule.
+        **params: options of the backend named by ``method``.
+
+    Returns:
+        :meth:`check` returns a :class:`Verdict`: ``duplicate_of`` names the kept document a
+        duplicate repeats, ``related_to``/``near_to`` a kept one beside it.
+
+    Example:
+        >>> dedup = Deduplicator("minhash", min_tokens=0)
+        >>> dedup.check("a", "the quick brown fox jumps over the lazy dog").is_duplicate
+        False
+        >>> dedup.check("b", "the quick brown fox jumps over the lazy dog").duplicate_of
+        'a'
     """
 
     def __init__(
         self,
-        method: str | Method = DEFAULT_METHOD,
+        method: str | Backend = DEFAULT_BACKEND,
         *,
         min_tokens: int = DEFAULT_MIN_TOKENS,
         stores: StoreFactory = memory_stores,
@@ -290,9 +288,9 @@ class Deduplicator:
         if isinstance(method, str):
             defaults = candidate_params(method, verify["decision"], verify.get("similar_shingles"))
             params = {**defaults, **params}
-        self.method = make_method(method, **params) if isinstance(method, str) else method
+        self.method = make_backend(method, **params) if isinstance(method, str) else method
         self.min_tokens = min_tokens
-        exact = ExactMethod()
+        exact = ExactBackend()
         self.exact = Index(exact, stores("exact", exact))
         self.near = None
         if self.method.name != "exact":
@@ -318,7 +316,7 @@ class Deduplicator:
 
     def without_boilerplate(self, site: str, signed: Signed) -> Signed:
         """``signed`` with the lines its site repeats on many kept pages left out of its
-        covered words (:class:`~scrapy_neardup.algorithms.containment.SiteLines`), for
+        covered words (:class:`~scrapy_neardup.backends.containment.SiteLines`), for
         :meth:`check_signed`; then :meth:`learn_boilerplate` with the verdict."""
         if signed.near is None or self.near is None:
             return signed
@@ -493,24 +491,16 @@ class Deduplicator:
         return out.getvalue()
 
     def write(self, out: BinaryIO) -> None:
-        meta = json.dumps(self.meta(), sort_keys=True).encode()
-        out.write(MAGIC + struct.pack("<HI", VERSION, len(meta)) + meta)
+        """Write the state in the format of :mod:`scrapy_neardup.state_format`."""
+        write_header(out, self.meta())
         for index in (self.exact, self.near):
             items = list(index.store.items()) if index else []
-            out.write(struct.pack("<Q", len(items)))
-            for key, signature in items:
-                _write_blob(out, key.encode())
-                _write_blob(out, index.method.encode(signature))
+            write_signatures(out, len(items), ((k, index.method.encode(s)) for k, s in items))
         sections = [self.members, self.related]
         if self.near_members:
             sections.append(self.near_members)
         for relations in sections:
-            out.write(struct.pack("<Q", len(relations)))
-            for m in relations.values():
-                _write_blob(out, m.key.encode())
-                _write_blob(out, m.head.encode())
-                method = m.method.encode()
-                out.write(struct.pack("<B", len(method)) + method + struct.pack("<d", m.similarity))
+            write_members(out, relations.values())
 
     def load_bytes(self, data: bytes) -> None:
         """Add saved state to this (empty) deduplicator; raises StateError if it does not fit.
@@ -550,7 +540,7 @@ class Deduplicator:
             else:
                 index = indexes[kind]
                 if index is None:
-                    raise StateError("state holds signatures of a method that is not configured")
+                    raise StateError("state holds signatures of a backend that is not configured")
                 try:
                     entries.append((index, record[1], index.method.decode(record[2])))
                 except ValueError as exc:
@@ -567,16 +557,6 @@ class Deduplicator:
 #: without them (no excerpt keys: they are proposed by their backend's buckets only).
 OPTIONAL_PARAMS = ("excerpts",)
 
-#: The decision's parameters (Verified.params()["verify"]) and the settings that give them.
-DECISION_SETTINGS = {
-    "decision": ("NEARDUP_DECISION", "contained"),
-    "coverage": ("NEARDUP_CONTAINED_WORDS", 0.9),
-    "shingles": ("NEARDUP_CONTAINED_SHINGLES", 0.8),
-    "related": ("NEARDUP_RELATED", 0.8),
-    "similarity": ("NEARDUP_SIMILARITY", None),
-    "similar_shingles": ("NEARDUP_SIMILARITY_SHINGLES", 2),
-}
-
 
 def _check_decision(meta: dict[str, Any], expected: dict[str, Any]) -> None:
     """A state decided with other thresholds refuses to resume, naming the setting: its
@@ -586,70 +566,10 @@ def _check_decision(meta: dict[str, Any], expected: dict[str, Any]) -> None:
     wanted = expected["params"].get("verify")
     if not isinstance(saved, dict) or not isinstance(wanted, dict):
         return
-    for key, (setting, default) in DECISION_SETTINGS.items():
-        was, now = saved.get(key, default), wanted.get(key, default)
+    for key, (setting, unset) in DECISION_SETTINGS.items():
+        was, now = saved.get(key, unset), wanted.get(key, unset)
         if was != now:
             raise StateError(
                 f"state was written with {setting}={was!r} (unset: the default), configured "
                 f"{setting}={now!r}; use the same setting or a new state"
             )
-
-
-_META_FIELDS = {"method": str, "params": dict, "min_tokens": int, "counts": dict}
-
-
-def iter_state(data: bytes) -> Iterator[tuple[Any, ...]]:
-    """Records of a saved state, without building any index: ``("meta", dict)``, then
-    ``("exact" | "near", key, signature bytes)``, then ``("member" | "related", Member)``,
-    then ``("nearby", Member)`` where the state has a near section."""
-    src = io.BytesIO(data)
-    try:
-        header = _read_exact(src, 10)
-        if header[:4] != MAGIC:
-            raise StateError("not a scrapy-neardup state file (bad magic)")
-        version, meta_len = struct.unpack("<HI", header[4:])
-        if version != VERSION:
-            raise StateError(f"state format version {version}, this release reads {VERSION}")
-        meta = json.loads(_read_exact(src, meta_len))
-        if not isinstance(meta, dict) or any(
-            not isinstance(meta.get(field), kind) for field, kind in _META_FIELDS.items()
-        ):
-            raise StateError(f"corrupt near-duplicate state: meta must hold {list(_META_FIELDS)}")
-        if not all(isinstance(v, int) for v in meta["counts"].values()):
-            raise StateError("corrupt near-duplicate state: counts must be integers")
-        yield ("meta", meta)
-        for kind in ("exact", "near"):
-            (count,) = struct.unpack("<Q", _read_exact(src, 8))
-            for _ in range(count):
-                yield (kind, _read_blob(src).decode(), _read_blob(src))
-        for kind in ("member", "related", "nearby"):
-            if kind == "nearby" and not meta.get("near"):
-                break  # no near section
-            (count,) = struct.unpack("<Q", _read_exact(src, 8))
-            for _ in range(count):
-                key = _read_blob(src).decode()
-                head = _read_blob(src).decode()
-                (length,) = struct.unpack("<B", _read_exact(src, 1))
-                method = _read_exact(src, length).decode()
-                (similarity,) = struct.unpack("<d", _read_exact(src, 8))
-                yield (kind, Member(key, head, method, similarity))
-        if src.read(1):
-            raise StateError("corrupt near-duplicate state: bytes after the last record")
-    except (struct.error, UnicodeDecodeError, ValueError, KeyError, EOFError) as exc:
-        raise StateError(f"corrupt near-duplicate state: {exc}") from None
-
-
-def _write_blob(out: BinaryIO, data: bytes) -> None:
-    out.write(struct.pack("<I", len(data)) + data)
-
-
-def _read_exact(src: BinaryIO, n: int) -> bytes:
-    data = src.read(n)
-    if len(data) != n:
-        raise EOFError(f"truncated: wanted {n} bytes, found {len(data)}")
-    return data
-
-
-def _read_blob(src: BinaryIO) -> bytes:
-    (length,) = struct.unpack("<I", _read_exact(src, 4))
-    return _read_exact(src, length)

@@ -1,60 +1,10 @@
-"""I-Match (Chowdhury, Frieder, Grossman and McCabe, ACM TOIS 2002) with the lexicon
-randomisation of Kołcz, Chowdhury and Alspector (KDD 2004, "Improved robustness of
-signature-based near-replica detection via lexicon randomization").
+"""I-Match (Chowdhury et al., ACM TOIS 2002) with lexicon randomisation (Kołcz et al., KDD 2004).
 
-I-Match keeps only a document's *unique* terms of middling IDF: the most frequent terms
-(function words) say nothing about the document, the rarest are often typos, names and
-numbers that one copy spells differently. The surviving terms, sorted, are hashed with SHA-1
-into one signature, and two documents are duplicates when their signatures are equal: one
-bucket lookup, no similarity threshold, word order irrelevant (a bag of words).
-
-One changed kept word changes that signature, so Kołcz et al. add ``lexicons`` further
-signatures, each over the terms that survive a fixed random thinning of the lexicon (a term
-is in extra lexicon ``i`` when a hash of it salted with ``i`` falls below ``keep``; MurmurHash3's
-finaliser in numpy over all terms and lexicons at once, not one xxh3 call per term). A match on
-any one signature counts: two documents whose kept sets differ in ``d`` terms share lexicon
-``i`` with probability ``(1 - keep)**d``. Every signature with fewer than ``min_terms`` terms is
-left empty (never equal), so short and number-only pages cannot collide, and so is every
-signature of a page of which less than ``min_known`` of the tokens are lexicon words.
-
-Where the IDF comes from. The paper takes it from the collection; a crawl has no collection
-at its start, and an IDF learned from the pages seen so far would move as the crawl grows, so
-the same page would get another signature tomorrow and saved state, or a Redis index shared
-by many crawlers, would silently stop matching. Instead the IDF is bootstrapped from a
-bundled lexicon that never moves: the ``wordfreq`` package's "large" word frequencies for a
-set of languages (a word's Zipf value, ``log10`` of its frequency per billion words, is a
-decreasing function of its IDF, so a band of IDF is a band of Zipf values). A word listed in
-several languages takes its highest frequency: common in any language is a function word.
-Its version is in :meth:`IMatchMethod.params`, so state saved with other word lists is
-refused. Limits: words the lexicon lacks (names, numbers, new words, typos) never count, and
-a page in a language outside it has only such words, hence an empty signature, hence exact
-matching only. Chinese words are looked up as jieba segments them; traditional characters
-are not mapped to the simplified ones wordfreq lists.
-
-Defaults, from ``evaluation/`` (real pages after extraction, 1991 English and 330 Chinese
-documents): terms of Zipf 3.0 to 4.5 (from once per million to once per 30,000 words of
-text: no function words, no rare words), 20 randomised lexicons keeping 30 % of the terms each,
-``min_terms`` 15, ``min_known`` 0.5. Precision 1.000 and no false drop in either language;
-recall English / Chinese: full-layout 1.00 / 1.00, full-content 0.56 / 0.73, partial add 0.23 /
-0.33, drop 0.23 / 0.20, reorder 0.88 / 0.90, lead-ads 0.55 / 0.53, reprints at 1 % 0.47 / 0.77,
-5 % 0.12 / 0.23, 10 % and 20 % about 0. I-Match is a bag of exact terms: the different
-boilerplate that extraction leaves in another site's template, or a few edited words, move
-most signatures. Kołcz et al.'s setting (10 lexicons keeping 70 %, Zipf 2.5 to 5.5) found
-0.26 / 0.53 of the full-content copies and 0.10 / 0.03 of 1 % reprints; the default band
-without randomised lexicons, 0.28 / 0.53 and 0.06 / 0. Smaller lexicons and sets catch more
-and still scored precision 1.000 here (10 % of the terms of Zipf 2.5 to 5 in 40 lexicons,
-``min_terms`` 5: 0.88 full-content, 0.87 1 % reprints), but the chance that two different
-pages share one lexicon grows as fast: over this corpus's pairs of different articles it
-comes to about 0.3 false matches per new page in an index of a million pages, against 1e-7
-for the defaults (``min_terms`` 10: 4e-4).
-Signing costs 0.16 ms per page beyond tokenising; the lexicon of the default band (436,000
-words of the 13 default languages, 4.4 MB) is built on the first signature in 0.4 s.
-All of wordfreq's words of those languages would take 43 MB and 3.5 s.
-
-Each slot of a signature keeps the first 8 bytes of its SHA-1: two different term sets then
-collide with probability 2**-64 per pair and table, about 6e-7 expected false collisions
-over 21 tables at a million pages, far below the rate at which two different pages really
-share a kept term set; 16 bytes would double the 168 bytes a page costs for nothing.
+Promises: a signature is the SHA-1 of a document's unique terms of middling IDF (wordfreq's
+frequencies, read here), plus ``lexicons`` further signatures over fixed random thinnings of
+the lexicon, so one changed kept word does not hide a copy; documents sharing any signature
+are candidates (one bucket lookup each, word order irrelevant). Pure maths: no Scrapy, no
+storage. Rationale and parameters: ``docs/design.md#imatch``.
 """
 
 from __future__ import annotations
@@ -105,7 +55,7 @@ _lexicon_lock = threading.Lock()
 
 
 def _wordfreq_dir() -> Path:
-    """wordfreq's data folder, found without importing it (its import costs 60 ms)."""
+    """wordfreq's data folder, found without importing it (its import is slow)."""
     spec = importlib.util.find_spec("wordfreq")
     if spec is None or not spec.submodule_search_locations:
         raise ValueError("imatch needs the wordfreq package: pip install wordfreq")
@@ -178,7 +128,7 @@ def build_lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:
     return Lexicon(all_hashes[first], all_zipf[first])
 
 
-class IMatchMethod:
+class IMatchBackend:
     """SHA-1 of the sorted unique mid-frequency terms, plus ``lexicons`` randomised ones;
     documents match when any one signature is equal."""
 

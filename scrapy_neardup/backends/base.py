@@ -1,12 +1,12 @@
-"""What every near-duplicate method provides, and what it needs from storage.
+"""What every near-duplicate backend provides, and what it needs from storage.
 
-A method is pure maths: it turns a document into a signature, names the buckets in which a
+A backend is pure maths: it turns a document into a signature, names the buckets in which a
 similar signature must also appear, and scores two signatures. Where buckets and signatures
 live (memory, Redis) and how a query-then-add is made atomic is the storage layer's job; the
-index in :mod:`scrapy_neardup.engine` joins the two.
+index in :mod:`scrapy_neardup.deduplicator` joins the two.
 
-A new backend is one module in this package implementing :class:`Method`, its name in
-``METHODS`` (``algorithms/__init__.py``), and one test module whose class subclasses
+A new backend is one module in this package implementing :class:`Backend`, its name in
+``BACKENDS`` (``backends/__init__.py``), and one test module whose class subclasses
 ``tests/backend_suite.py``'s ``BackendSuite``: memory and Redis storage, saved state, the
 ``NEARDUP_BACKEND`` and ``NEARDUP_THRESHOLD`` settings (for a constructor with a
 ``threshold``) and the accuracy evaluation then work without another line.
@@ -34,8 +34,8 @@ class Match:
 
 
 @runtime_checkable
-class Method(Protocol):
-    """The maths of one backend. Signatures may be any object the method can encode."""
+class Backend(Protocol):
+    """The maths of one backend. Signatures may be any object the backend can encode."""
 
     name: str
 
@@ -43,7 +43,7 @@ class Method(Protocol):
         """Everything that changes signatures or buckets (saved state must match it)."""
 
     def signature(self, doc: Document) -> Any:
-        """The document's signature, from whichever of its views the method needs:
+        """The document's signature, from whichever of its views the backend needs:
         ``doc.text`` as given (line breaks intact: sentences), ``doc.normalized``,
         ``doc.tokens`` (set ``reads_tokens``) or ``doc.shingles(spec)``. It must pickle (it is
         made in an extraction worker) and be the same on every machine that shares a state."""
@@ -54,16 +54,16 @@ class Method(Protocol):
     def similarity(self, a: Any, b: Any) -> float | None:
         """Similarity of two signatures, or None when they do not match."""
 
-    # Optional: ``estimate(a, b) -> float | None``, the similarity without the method's
-    # threshold, for candidates that containment verifies (algorithms/containment.py): a
+    # Optional: ``estimate(a, b) -> float | None``, the similarity without the backend's
+    # threshold, for candidates that containment verifies (backends/containment.py): a
     # copy of a page's core inside a larger page has a low Jaccard but is contained.
 
-    # Optional: ``probe_count(signature) -> int``. A method that has it promises that a match
+    # Optional: ``probe_count(signature) -> int``. A backend that has it promises that a match
     # shares a bucket among *any* ``probe_count`` of the signature's buckets, so a store may
     # probe only that many, the least filled first (SpotSigs); without it, every bucket is
     # probed.
 
-    # Optional: ``hamming_key(signature) -> int`` and ``hamming_limit``. A method that has
+    # Optional: ``hamming_key(signature) -> int`` and ``hamming_limit``. A backend that has
     # them promises that a match's key is within ``hamming_limit`` bits of the signature's,
     # so a store may keep the keys (8 bytes a document) and reject a candidate farther away
     # without reading its signature (SimHash: the fingerprint and k).

@@ -1,48 +1,10 @@
-"""Cosine similarity by random projection (Charikar, "Similarity estimation techniques from
-rounding algorithms", STOC 2002).
+"""Cosine similarity by random projection (Charikar, STOC 2002): the ``cosine`` backend.
 
-A document is a vector of word 2-shingle weights, sublinear term frequency ``1 + ln tf``. It
-is projected onto ``bits`` random Gaussian hyperplanes and each bit is the sign of one
-projection: two vectors at angle theta differ in a bit with probability theta / pi, so ``d``
-differing bits of ``bits`` estimate the cosine as ``cos(pi * d / bits)``. :func:`cosine` gives
-the exact cosine of two documents' vectors (for tests, and as a verification measure other
-backends can use).
-
-Hyperplanes: a feature's components are four 16-bit uniforms per splitmix64 output of its
-hash, each looked up in a table of normal quantiles, so they are Gaussian (to 16 bits) and need
-no storage; the projection is one matrix product per chunk of features. ±1 components tie
-(a sum of ±1 with equal weights is exactly 0 for about 1 / sqrt(n) of the hyperplanes), which
-biases the estimate on short texts.
-
-Features, by the exact cosine on the evaluation corpus (``evaluation/``, text after
-extraction; unrelated pairs: 99th percentile and max, English / Chinese): word unigram tf
-0.80 / 0.94 and 0.62 / 0.89 (function words make unrelated pages alike); unigram 1 + ln tf
-0.46 / 0.76 and 0.37 / 0.81; bigram tf 0.15 / 0.63 and 0.13 / 0.75; bigram 1 + ln tf 0.10 /
-0.63 and 0.17 / 0.77; trigrams keep unrelated pages lower but copies too (10%-edited
-reprints at 0.75). Bigrams with sublinear tf have the lowest English tail; raw tf caught a few
-more edited reprints (0.82 against 0.72 at 10 % edits) with the same precision here.
-
-Threshold 0.8: the highest unrelated pair is at 0.77 (two Chinese pages of one site's heavy
-template; 0.63 in English), and at 0.65-0.7 that pair was matched (one false drop). With
-every pair at cosine >= 0.7 a candidate, the estimate at 0.8 gave precision 1.0, no false
-drops, recall (full-content, partial add/drop/reorder/lead-ads, reprint 1/5/10/20 %) of
-0.95, 0.94/0.94/0.98/0.98, 0.94/0.87/0.72/0.03 in English; 0.9 would give 0.83,
-0.77/0.57/0.94/0.82, 0.82/0.52/0.03/0.01.
-
-Candidate search: ``bands`` bands of ``rows`` bits, the band index as the hash seed. Pairs
-of nonnegative vectors never stand at more than 90 degrees, so unrelated pages agree on half
-the bits and each bit dropped from a band doubles their collisions: a cosine LSH needs many
-long bands. :func:`optimal_bands` takes the fewest rows that keep a query among 100k random
-signatures to 10 candidates, then the fewest bands that find a pair at the target cosine with
-probability 0.99. At 0.8 that is 1126 bands of 24 bits (27k bits per document), so the bands
-aim at ``BAND_COSINE`` = 0.9 instead: 100 bands of 20 bits (9.5 expected candidates among
-100k unrelated signatures, 95 at 1M), which find a pair at 0.9 with probability 0.99, at 0.85
-with 0.87 and at 0.8 with 0.64. Those 2000 bits are stored anyway, so all 2048 (256 bytes)
-serve the estimate: its standard deviation at cosine 0.8 is 0.017 against 0.05 with 256 bits.
-With these bands, recall at 0.8 is 0.94, 0.93/0.91/0.98/0.96, 0.94/0.86/0.57/0.03 in English
-(0.93, 0.93/0.90/0.93/0.93, 0.90/0.90/0.60/0.00 in Chinese, the rest short pages), precision
-1.0, no false drops. ``bands=(256, 8)`` finds nearly every pair at 0.7 at the price of many
-more candidates.
+Promises: a document's signature is ``bits`` signs of projections of its word 2-shingle
+vector (sublinear term frequency) onto Gaussian hyperplanes derived from the features' hashes
+(nothing stored); ``d`` differing bits estimate the cosine as ``cos(pi * d / bits)``;
+:func:`cosine` gives the exact cosine, for tests and verification. Pure maths: no Scrapy, no
+storage. Rationale and parameters: ``docs/design.md#cosine``.
 """
 
 from __future__ import annotations
@@ -163,7 +125,7 @@ def optimal_bands(
     raise ValueError(f"cosine threshold {threshold} is too low for banding")  # pragma: no cover
 
 
-class CosineMethod:
+class CosineBackend:
     """Random-hyperplane signatures of term vectors; a match is an estimated cosine of at
     least ``threshold``."""
 

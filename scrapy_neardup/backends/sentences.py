@@ -1,55 +1,10 @@
 """Longest-sentences signature: the hash of a document's ``n`` longest sentences.
 
-A method reported for a large Chinese web search engine: two copies of an article keep its
-longest sentences, whatever the template, comments or related links around them, and
-boilerplate is made of short lines. It is cheap (one pass, one hash, one bucket) and does not
-depend on the order of the text. Sentences are compared by their words (``\\w`` runs of the
-NFKC, case-folded text) joined by one space, so punctuation and spacing do not matter, and a
-sentence's length is the number of characters of its words (the same for Chinese and Latin
-text). The ``n`` longest distinct sentences of at least ``min_chars`` characters (ties broken
-by the text) are sorted and hashed with xxh3_128; with fewer than ``n`` of them there is no
-signature and the document never matches.
-
-Sentence splitting (:func:`split_sentences`) is deliberately simple. A sentence is a piece of
-a line closed by an ender: the Chinese 。！？；… (and ASCII . ! ? ; right after a CJK
-character), or ASCII . ! ? before white space, except a "." after an abbreviation (dotted
-single letters such as "U.S." or "e.g.", a single letter, or a short list: Mr, Dr, St, vs,
-...); "3.5" is never split. Text after a line's last ender is not a sentence: headlines,
-menus, bylines and footers have no final punctuation, and a site repeats them on every page
-(counted as sentences, they made different articles in one template share their "longest
-sentences"). ``|``, ``>``, ``»`` and ``•`` also cut pieces (menus and breadcrumbs). A wrong split
-only matters if two copies split differently, and both go through the same splitter.
-
-Drop safety: a page that is the same article *plus* more text shares the longest sentences and
-would be dropped, losing the text only it has. So the signature carries the document's length
-(characters of its words, u32) and a match also needs ``shorter / longer >= min_length_ratio``;
-the similarity reported is that ratio. The bucket is the hash alone.
-
-Defaults, from ``evaluation/scoring.py`` on real pages after extraction (``ext`` text):
-
-* ``n = 3``: no false match in English or Chinese; ``n = 1`` matched 32 pairs of different
-  articles of one site in English (11 false drops), ``n = 2`` none but it is one step from
-  that; ``n = 4`` loses recall (en 1% reprints 0.22 -> 0.13).
-* ``min_length_ratio = 0.8``: at most a quarter more text can be dropped with a copy. Copies of
-  one article differ in length by their template's leftovers (median ratio 0.97 when moved
-  to another site, 0.84 with 20% of the paragraphs dropped; one page moved into a template
-  with a long comment thread kept the same longest sentences at a ratio of 0.07): 0.7 finds
-  more (en: drop 0.28 -> 0.41) but lets 43% more text go; 0.9 finds half as much.
-* ``min_chars = 10``: 10 and 20 gave the same figures on real pages; Chinese sentences are
-  short in characters, and at 20 the synthetic Chinese news of the tests (sentences of 15-19
-  characters) had no signature.
-
-Recall by kind (precision 1.0 and no false drop in both languages; full-layout copies 1.0):
-
-====  ============  ===  ====  =======  ========  ===========  ===========
-lang  full-content  add  drop  reorder  lead-ads  1% reprints  5% reprints
-====  ============  ===  ====  =======  ========  ===========  ===========
-en    .82           .56  .28   .91      .83       .22          .01
-zh    .93           .60  .27   .90      .87       .20          .00
-====  ============  ===  ====  =======  ========  ===========  ===========
-
-One changed word in one of the longest sentences changes the signature, so it finds copies,
-moved or re-templated, not edited reprints (use ``minhash`` for those).
+Promises: two copies of an article that keep its ``n`` longest distinct sentences (compared by
+their words, whatever punctuation, spacing, template and order around them) share a signature;
+a document with fewer than ``n`` sentences of ``min_chars`` has none and never matches. One
+pass, one hash, one bucket. Pure maths: no Scrapy, no storage.
+Rationale and parameters: ``docs/design.md#sentences``.
 """
 
 from __future__ import annotations
@@ -123,7 +78,7 @@ class SentencesSignature(NamedTuple):
     length: int  # characters of the document's words
 
 
-class SentencesMethod:
+class SentencesBackend:
     """Hash of the ``n`` longest sentences plus a length guard."""
 
     name = "sentences"

@@ -9,7 +9,7 @@ import xxhash
 from scrapy_neardup.text import Document
 
 
-class ExactMethod:
+class ExactBackend:
     """128-bit xxh3 hash of the normalised text; one bucket, equality is the only match."""
 
     name = "exact"

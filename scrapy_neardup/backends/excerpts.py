@@ -1,52 +1,10 @@
 """Excerpt keys: buckets that propose a kept page for any long enough run of its words.
 
-An excerpt (a teaser, a quoted section, a tenth of a longer kept page) is contained in its
-source, and containment (``algorithms/containment.py``) would drop it; but its Jaccard
-similarity with the source is 0.02-0.4, so MinHash's bands (tuned at Jaccard 0.4-0.5) and
-SpotSigs's similarity never propose the pair. These keys do, whatever the length ratio.
-
-**Winnowing** (Schleimer, Wilkerson and Aiken, SIGMOD 2003). Of a page's word
-``SHINGLE``-shingles (5: a hash of the word 3-shingles the phrase filter already made, at
-``i`` and ``i + 2``), every window of ``WINDOW`` (40) consecutive ones contributes its
-smallest hash. Two texts that share a run of ``WINDOW + SHINGLE - 1`` (44) words share that
-run's window, hence its smallest hash: an exact excerpt of 50 words or more always shares a
-key with its source, however long the source. A page keeps about ``2 / (WINDOW + 1)`` of its
-shingles: ~50 keys per 1,000 words of prose (the real articles of ``../shared/data``). The
-keys are mixed with a tag, so they fall apart from the backend's (a collision costs one
-verification, like any other).
-
-**Boilerplate.** A navigation line on every page of a site would make every page a
-candidate for every other. Three guards keep checks cheap, and such a page kept:
-
-* a key's shingle lies in lines of at least ``MIN_LINE`` (20) words: prose, not a menu, a
-  list of related links or a footer, whose lines are short (the first and the last line of
-  a page are exempt: an excerpt is cut there). A page whose extraction missed its article
-  and kept its template's related-stories list is then proposed for no page of that site;
-* a key whose shingle lies wholly in lines the site repeats on kept pages
-  (``Phrases.ignore``, :class:`~scrapy_neardup.algorithms.containment.SiteLines`) is left
-  out: a page is proposed by its own text, never by its template;
-* a key already posted by ``FULL`` (8) kept pages is neither posted nor queried again: a
-  bucket that full says nothing (text in 8 kept pages is boilerplate, or is found through the
-  pages that have it). So a query reads at most ``FULL`` documents per key. The counts are
-  this process's (rebuilt as a crawl goes and as saved state or a journal is replayed, not
-  shared between processes that share a Redis index): a table of one byte per slot, at least
-  two slots per posting, doubled as it fills (an overcount only ever leaves a key out).
-
-**Screening.** A backend's ``estimate`` may screen such a pair out (SpotSigs's says None
-below Jaccard 0.2, whatever the containment); then it is verified only when it holds at least
-half of the new page's fingerprints (:meth:`Excerpts.shared`): an exact excerpt holds all of
-its own, while a page that shares a sentence or a paragraph with the new one (a quote, a
-disclaimer) holds one or two of its dozens and costs a set intersection, not a verification.
-A candidate with an estimate (MinHash's, however low) is verified as before.
-
-**Memory and Redis.** Every store gets the keys as buckets (no store code of their own); a
-store told to probe only the least filled buckets (SpotSigs) is first asked for the excerpt
-keys alone, all of them (``Index._excerpts_first``), which for Redis is one more round trip
-a page. LSHBloom posts them in its window only, not in its band filter.
-
-The keys are computed from the phrase filter's shingle sequence, which only a freshly signed
-page has; so they are stored with the signature (8 bytes each, after the phrase filter) and
-read back from it when saved state or a journal is loaded (:class:`Stored`).
+Promises: by winnowing (Schleimer, Wilkerson and Aiken, SIGMOD 2003) over word shingles, an
+exact excerpt of at least ``WINDOW + SHINGLE - 1`` words always shares a key with its source,
+whatever the length ratio, so containment can verify pairs that no similarity band proposes.
+Keys only propose; they never decide. Pure maths: no Scrapy, no storage.
+Rationale: ``docs/design.md#excerpt-keys``.
 """
 
 from __future__ import annotations

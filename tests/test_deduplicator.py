@@ -4,7 +4,7 @@ cluster bookkeeping, the short-text fallback, and saved state.
 Recall and precision are measured on three corpora built by ``corpus/text.py``: the real
 English article bodies and the real Chinese news pages from ``../shared/data`` (skipped where
 that is absent), and a synthetic corpus generated in code (always run). Run this file as a
-script (``PYTHONPATH=. python tests/test_engine.py``) to print the measured table that the
+script (``PYTHONPATH=. python tests/test_deduplicator.py``) to print the measured table that the
 floors below rest on.
 """
 
@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 import pytest
 
 import corpus as C
-from scrapy_neardup.engine import MAGIC, Deduplicator, Signed, Verdict
+from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.state_format import MAGIC
 from scrapy_neardup.text import Document
 
 METHODS = ("exact", "simhash", "minhash", "spotsigs")
@@ -123,7 +124,7 @@ def evaluate(name: str, method: str) -> Evaluation:
 
 # -- floors ----------------------------------------------------------------------------------
 #
-# Measured with seed 0 (``PYTHONPATH=. python tests/test_engine.py`` prints the table); every
+# Measured with seed 0 (``PYTHONPATH=. python tests/test_deduplicator.py`` prints the table); every
 # number is deterministic for given library versions (xxhash, fixed MinHash permutations, jieba's
 # dictionary), so floors sit a little below the measurement: low enough to survive a changed
 # jieba dictionary or trafilatura release, high enough that a broken index or feature fails.
@@ -137,7 +138,7 @@ def evaluate(name: str, method: str) -> Evaluation:
 # no variant matched an article other than its own, and no two different articles in one
 # shared boilerplate matched each other.
 #
-# Containment decides every drop (scrapy_neardup/algorithms/containment.py): a variant is
+# Containment decides every drop (scrapy_neardup/backends/containment.py): a variant is
 # found only when 0.9 of its words lie in a 3-shingle of its original, whichever backend
 # proposed the candidate, so the three backends now score alike. What is *not* found is by
 # design: ``insert-ad`` and ``boilerplate`` variants carry text their original lacks (an ads
@@ -226,9 +227,9 @@ def test_minhash_and_spotsigs_catch_light_edits(name: str, method: str) -> None:
 def test_spotsigs_depends_on_language() -> None:
     # Russian bodies of the benchmark have Russian antecedents ("не", "только", "во"); Korean
     # has no stopword list: no language guessed, no signature (tests/test_spotsigs_languages.py).
-    from scrapy_neardup.algorithms import SpotSigsMethod
+    from scrapy_neardup.backends import SpotSigsBackend
 
-    method = SpotSigsMethod()
+    method = SpotSigsBackend()
     assert len(method.signature(Document("Наши герои знают толк не только во вкусе " * 20))) > 0
     assert len(method.signature(Document("엘제이의 리벤지인가, 류화영의 코스프레인가 " * 20))) == 0
     # MinHash is language-agnostic: on the benchmark's other-language bodies it keeps its recall

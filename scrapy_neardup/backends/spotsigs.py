@@ -1,47 +1,10 @@
 """SpotSigs, after Theobald, Siddharth and Paepcke (SIGIR 2008).
 
-A spot signature is an antecedent (a frequent stopword such as "the" or "的") followed by a
-chain of the next ``chain`` non-stopwords. Navigation, ads and link lists contain few
-stopwords, so spot signatures come almost only from running text: two pages that share a
-template but not an article share few of them. Similarity is the Jaccard coefficient of the
-two signature sets.
-
-Pruning, as in the paper, rests on two facts about Jaccard similarity ``t``:
-
-* length partitions: ``J(A, B) >= t`` needs ``t <= |A| / |B| <= 1 / t``, so candidates whose
-  set size is out of that range are rejected before any intersection is computed;
-* inverted index: a match must share at least ``ceil(t * |B|)`` of the new set ``B``'s
-  signatures, so any ``|B| - ceil(t * |B|) + 1`` of them hold at least one shared signature.
-  Every document is posted under all its signatures, and a query probes only that many
-  posting lists, the shortest first: the paper's processing of lists in increasing document
-  frequency with early termination. Signatures frequent across the crawl ("the united
-  states", "the first time") have long lists, and are never read unless a document has too
-  few rarer ones. A fixed global order (prefix filtering) would post half as much, but puts
-  frequent signatures into the prefixes of half the documents, and then every query verifies
-  a fixed fraction of the whole index.
-
-Languages. The antecedents and chain stopwords of a document are those of its guessed
-language only (:mod:`scrapy_neardup.stopwords`: English, Chinese and eleven more, chosen by
-stopword coverage, Chinese by script), so a German page's spots come from its German text and
-the English paragraph two German pages share does not make them alike. Spots hash the words,
-not the language, so two pages in different languages match only on text they really share
-(a translation shares none). A page in no known language (Korean, Japanese, a list of links:
-under 10 % of its tokens in any list), or with too few spots to be indexed, is given
-*anchored* spots instead, where its text has enough of them: every token whose hash is 0
-modulo ``anchors`` (4) starts one, followed by the next ``chain`` tokens. The anchors depend on
-the text alone, so a copy has the same ones, as it has the same stopwords; and containment
-verifies what they propose. Anchored spots took English full-content recall from 0.945 to
-0.983 and 5 % reprints from 0.928 to 0.967 (precision 1.000, no false drop), and Chinese from
-0.900 / 0.867 to 0.933 / 0.900 (a Chinese page with fewer than ten spots); lists given by
-``antecedents``/``stopwords`` are used as given, without anchors. Measured with
-``evaluation/`` (extracted text, defaults) against English and Chinese antecedents for every
-page: English corpus (22 of its 181 articles in Portuguese, Russian, Korean, Italian,
-Indonesian, German, Japanese) precision 0.995 -> 1.000, false drops 20 -> 0, full-content
-recall 0.890 -> 0.939, 1 % reprints 0.890 -> 0.934, 5 % 0.845 -> 0.895, 10 % 0.707 -> 0.768;
-Chinese unchanged (precision 0.999, 1 false drop, full-content 0.900, 5 % 0.900) but 10 %
-reprints 0.800 -> 0.833; 0.1 ms more per document for the guess. What limited recall then
-(Korean and Japanese pages, English pages that are mostly lists) is what the anchored spots
-above recover.
+Promises: spot signatures (a frequent stopword of the text's language followed by a chain of
+the next non-stopwords, :mod:`scrapy_neardup.stopwords`) come almost only from running text;
+candidates are pruned by length partitions and an inverted index without losing any pair at
+or above the Jaccard threshold. Pure maths: no Scrapy, no storage.
+Rationale and parameters: ``docs/design.md#spotsigs``.
 """
 
 from __future__ import annotations
@@ -71,7 +34,7 @@ _ANCHOR = "\x00"  # marks the antecedent of an anchored spot (a page in no known
 CANDIDATE_FLOOR = 0.2
 
 
-class SpotSigsMethod:
+class SpotSigsBackend:
     """Jaccard similarity of spot-signature sets; a match is at least ``threshold``."""
 
     name = "spotsigs"

@@ -1,40 +1,9 @@
 """SimHash (Charikar 2002) with the block index of Manku, Jain and Das Sarma (WWW 2007).
 
-Fingerprints come from the ``simhash`` package over weighted shingles. The index splits the
-64 bits into ``blocks`` blocks: two fingerprints within Hamming distance ``k`` differ in at most
-``k`` blocks, so by the pigeonhole principle they agree exactly on at least ``blocks - k`` of
-them, and a bucket per combination of ``blocks - k`` blocks (Manku's permuted tables, one
-per combination) finds every stored fingerprint within ``k`` bits.
-
-With ``blocks = k + 1`` (Manku's simplest table set) a bucket is one 16-bit block, so at a
-million documents each bucket already holds ~15 unrelated fingerprints and query time grows
-with the index. The default ``blocks = k + 2`` keys buckets by pairs of blocks (~26 bits, 10
-buckets per document at k=3), which keeps buckets nearly empty up to tens of millions.
-
-What the defaults catch: the expected Hamming distance of two SimHashes is 64 * theta / pi
-for the angle theta between their feature vectors, so k=3 needs a cosine of about 0.99 and
-k=6 about 0.96. Fingerprints are only candidates: every pair within k bits is verified by
-containment (:mod:`scrapy_neardup.algorithms.containment`), which is what allows a k this
-large. Before verification, k=3 on word bigrams was the widest safe setting: weighted single
-words let function words dominate, and on the documentation of Debian's ``sphinx-doc`` the
-index-by-letter pages came within 3 bits of each other at a true Jaccard of 0.02-0.05. With
-verification those candidates are rejected, and single words at k=6 find 0.85 of the copies
-moved into another site's template against 0.45 for bigrams at k=3 (``evaluation/ACCURACY.md``).
-Counts stay the weights: sublinear ``weights="log"`` (1 + ln tf) found fewer copies (0.80
-against 0.87 at k=7) and is kept as an option.
-
-**Prose lines, k = 7** (issue 12). A copy moved into another template differs from its
-original in what extraction kept around the article: a related-stories list, captions, a
-menu, in one copy and not the other. Those are short lines; the fingerprint is taken over
-the lines of at least ``lines`` (20) words only (the whole text when they hold fewer than 50
-words), and the index opens to k = 7. English full-content copies found: 0.851 -> 0.912,
-5 % reprints 0.823 -> 0.884; Chinese 0.933 -> 0.933 and 0.800 -> 0.900; precision 1.000, no
-false drop, no lossy drop on the real sites (``evaluation/ACCURACY.md``). Other weights were
-measured and left out: binary, IDF (wordfreq), IDF on a set and log-tf x IDF all found fewer
-(0.64-0.86 full-content at k = 7), because the frequent words they weaken are what two copies
-share most reliably; weights that favour frequent words (tf^1.5, tf^2, tf x Zipf) found more
-(up to 0.92) but merged different pages (precision 0.990-0.995) or were five times slower (more
-candidates to verify).
+Promises: a 64-bit fingerprint over weighted shingles of the document's prose lines; the
+index's buckets (one per combination of ``blocks - k`` blocks) find every stored fingerprint
+within Hamming distance ``k``, by the pigeonhole principle. Pure maths: no Scrapy, no storage.
+Rationale and parameters (``k``, ``blocks``, prose lines): ``docs/design.md#simhash``.
 """
 
 from __future__ import annotations
@@ -144,7 +113,7 @@ def prose_counts(doc: Document, min_words: int, spec: ShingleSpec) -> dict[str, 
     return {word: n for word, n in counts.items() if n > 0}
 
 
-class SimHashMethod:
+class SimHashBackend:
     """64-bit SimHash; a match is a Hamming distance of at most ``k``."""
 
     name = "simhash"
@@ -208,7 +177,7 @@ class SimHashMethod:
         ]
 
     def hamming_key(self, signature: int) -> int:
-        """The store's screen (see algorithms/base.py): the fingerprint itself."""
+        """The store's screen (see backends/base.py): the fingerprint itself."""
         return signature
 
     @property

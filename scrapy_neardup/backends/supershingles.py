@@ -1,42 +1,9 @@
-"""Broder's super-shingles (Broder 1997, "On the resemblance and containment of documents";
-Broder 2000, "Identifying and filtering near-duplicate documents").
+"""Broder's super-shingles (1997, 2000) over the ``minhash`` backend's min-hash values.
 
-The ``m`` min-hash values of a document's shingle set are cut into ``m'`` groups of ``m/m'``
-values; each group is hashed into one 64-bit *super-shingle*. Two documents with Jaccard
-similarity ``J`` agree on one min-hash with probability ``J``, so on a whole group with
-probability ``J**(m/m')``, and they are duplicates when at least ``b`` of their ``m'``
-super-shingles agree. A bucket per combination of ``b`` super-shingles (Broder's
-"megashingles") makes every such pair share a bucket; the bucket match is the whole test.
-
-The min-hash values are those of the ``minhash`` backend (datasketch's ``affine32`` MinHash,
-bit for bit) over the same word 3-shingles, computed by :class:`MinHashMethod`.
-
-The literature's parameters are ``m = 84, m' = 6, b = 2`` (Fetterly, Manasse, Najork and
-Wiener 2003; Henzinger 2006): 6 groups of 14 min-hashes, 15 buckets, a match rate of 3% at
-J = 0.8, 42% at 0.9, 88% at 0.95. Built for near-identical pages on a web of billions, it
-finds few of the copies the plugin sees after extraction, where another template's
-related-story links and comment prompts pull the Jaccard similarity of two copies of one
-article well below 0.9. The default keeps
-``m = 84`` and ``b = 2`` but cuts 14 groups of 6 (91 buckets): a match rate of 2% at J = 0.5,
-50% at 0.7 and 92% at 0.8, still far stricter than ``minhash`` at 0.4. On real pages after
-extraction (``evaluation/scoring.py``, ``ext`` text) both were exact (precision 1.0, no false
-drop) and the default found far more copies (recall by kind):
-
-=================  ====  =====  =====  ====  =====  ====  ====  ====  =====
-m = m' x m/m', b   lang  full-  add    drop  reord  lead  1%    5%    10%
-                         cont.                      -ads  rep.  rep.  rep.
-=================  ====  =====  =====  ====  =====  ====  ====  ====  =====
-84 = 14 x 6, b=2   en    .92    .92    .75   .93    .90   .89   .58   .14
-84 = 6 x 14, b=2   en    .67    .27    .08   .39    .17   .41   .02   .01
-84 = 14 x 6, b=3   en    .86    .81    .55   .90    .85   .83   .40   .04
-128 = 16 x 8, b=2  en    .86    .78    .60   .90    .86   .83   .39   .04
-84 = 14 x 6, b=2   zh    .93    .90    .70   .83    .93   .87   .60   .03
-84 = 6 x 14, b=2   zh    .87    .37    .07   .23    .43   .57   .00   .00
-=================  ====  =====  =====  ====  =====  ====  ====  ====  =====
-
-Full-layout copies are all found (the exact hash finds them). The similarity reported is the
-maximum-likelihood estimate of J from the number ``k`` of equal super-shingles,
-``(k / m') ** (m' / m)``: a rough figure (0.72 at k = 2 of 14, 1.0 at 14 of 14).
+Promises: the ``m`` min-hash values (those of :class:`MinHashBackend`, bit for bit) are cut
+into ``m'`` groups, each hashed into a super-shingle; a bucket per combination of ``b``
+super-shingles ("megashingles") makes every pair agreeing on ``b`` of them share a bucket.
+Pure maths: no Scrapy, no storage. Rationale and parameters: ``docs/design.md#supershingles``.
 """
 
 from __future__ import annotations
@@ -48,14 +15,14 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from scrapy_neardup.algorithms.minhash import MinHashMethod
+from scrapy_neardup.backends.minhash import MinHashBackend
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
 _EMPTY_MINHASH = np.uint32(0xFFFFFFFF)  # what MinHash gives an empty shingle set
 _MAX_BUCKETS = 1024
 
 
-class SuperShinglesMethod:
+class SuperShinglesBackend:
     """``groups`` super-shingles of ``num_perm`` min-hashes; a match shares at least ``b``."""
 
     name = "supershingles"
@@ -79,8 +46,8 @@ class SuperShinglesMethod:
                 f"supershingles groups={groups}, b={b} gives {comb(groups, b)} buckets per "
                 f"document (at most {_MAX_BUCKETS})"
             )
-        # MinHashMethod validates num_perm and shingles; its threshold and banding are unused.
-        self.minhash = MinHashMethod(num_perm=num_perm, shingles=shingles, seed=seed)
+        # MinHashBackend validates num_perm and shingles; its threshold and banding are unused.
+        self.minhash = MinHashBackend(num_perm=num_perm, shingles=shingles, seed=seed)
         self.num_perm = num_perm
         self.groups = groups
         self.b = b

@@ -1,23 +1,10 @@
-"""MinHash-LSH on datasketch: its ``MinHash`` permutations and ``MinHashLSH`` bands.
+"""MinHash-LSH: datasketch's ``affine32`` permutations, bit for bit, and ``MinHashLSH``'s bands.
 
-The banding (bucket = one band of ``r`` hash values) is the one ``MinHashLSH`` uses; the buckets
-themselves live in this project's storage so that a query-then-add is atomic there (datasketch's
-own storages are not, and its Redis storage pickles). Candidates from the bands are verified by
-the estimated Jaccard similarity before they count as matches.
-
-The threshold (0.4 on word 3-shingles) comes from ``evaluation/evaluate.py`` on real pages as the
-plugin sees them, after trafilatura: extraction adds a different related-stories block or
-comment prompt in every template, which pulls copies of one article down to Jaccard 0.4-0.6.
-Against 0.5, it lifts recall on 1%/5%/10%-edited reprints from 0.94/0.90/0.74 to
-0.97/0.95/0.89 at the same precision (0.995, ``evaluation/ACCURACY.md``). Lower thresholds and word
-2-shingles caught a little more, but short articles wrapped in one site's heavy boilerplate
-(text given without extraction) reach Jaccard 0.36 on 3-shingles and 0.46 on 2-shingles: a
-false drop is lost data.
-
-Signatures are datasketch's ``affine32`` MinHash values, bit for bit (the tests compare them
-with ``MinHash.update_batch``), computed in one vectorised pass over the shingle hashes: the
-shingles are already hashed, so datasketch's per-value Python ``hashfunc`` call, which is most
-of its cost, is skipped.
+Promises: signatures equal to datasketch's ``MinHash`` over the same shingle hashes (computed
+in one vectorised pass); bucket keys are ``MinHashLSH``'s bands, kept in this project's
+storage so that a query-then-add is atomic there. The threshold only sizes the bands: a
+candidate is verified by containment whatever its estimate. Pure maths: no Scrapy, no storage.
+Rationale and parameters: ``docs/design.md#minhash``.
 """
 
 from __future__ import annotations
@@ -39,8 +26,8 @@ _S1, _M1, _S2, _M2, _S3 = (np.uint32(v) for v in (16, 0x85EBCA6B, 13, 0xC2B2AE35
 
 #: ``(bands, rows)`` that datasketch's ``MinHashLSH`` chooses for ``(threshold, num_perm)``
 #: with this backend's default weights, written out (the tests ask datasketch for each):
-#: computing one imports scipy and integrates, a third of a second and 50 MB in the process
-#: that asks, on the way to the first page checked. Other parameters are asked of datasketch.
+#: computing one imports scipy and integrates, slow and large in the process that asks, on
+#: the way to the first page checked. Other parameters are asked of datasketch.
 _BANDINGS: dict[tuple[float, int], tuple[int, int]] = {
     (0.3, 64): (19, 2),
     (0.4, 64): (21, 3),
@@ -74,7 +61,7 @@ def _fmix32(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> _S3)
 
 
-class MinHashMethod:
+class MinHashBackend:
     """Estimated Jaccard similarity of shingle sets; a match is at least ``threshold``."""
 
     name = "minhash"
@@ -107,8 +94,8 @@ class MinHashMethod:
         elif not plain or threshold > 0.9:
             self.prepared()  # parameters datasketch may refuse: asked now, at start
 
-    # datasketch is imported on first use, never at start: it imports scipy (about 50 MB and
-    # most of a second), which a crawl that never checks a page should not pay for. Only a
+    # datasketch is imported on first use, never at start: it imports scipy (large and
+    # slow to import), which a crawl that never checks a page should not pay for. Only a
     # banding that is not in _BANDINGS needs it, asked of one worker: the crawler process
     # adopts what it computed. Signatures need only the permutations (drawn in _affine).
 
@@ -135,8 +122,8 @@ class MinHashMethod:
         drawn once, here, the way datasketch 2 draws them (the tests hold them to its own).
 
         Not taken from datasketch, which only the workers would import for them: ``import
-        datasketch`` pulls in scipy, a third of a second of CPU and about 50 MB in every
-        worker before its first page. Drawn here, they also stay what saved signatures were
+        datasketch`` pulls in scipy, costly in time and memory in every worker before its
+        first page. Drawn here, they also stay what saved signatures were
         made with, whatever a later datasketch draws."""
         if self._permutations is None:
             gen = np.random.RandomState(self.seed)

@@ -1,57 +1,14 @@
 """Containment decides a drop: a document is dropped only when what it says is already kept.
 
-Every backend's index only proposes candidates. Each candidate is then verified here against
-a small filter stored beside the backend's signature: a document is a copy of a kept one only
-when at least ``coverage`` (0.9) of its words lie in a phrase (a word 3-shingle) that the
-kept one also has. The backend's own similarity (a Jaccard estimate, a Hamming distance) is
-reported, never trusted to decide.
-
-**Why containment, not similarity.** Jaccard and cosine are symmetric: a richer page that
-comes second is as "similar" to a poorer first copy as the copy is to it, so first-seen-wins
-dropped the richer one. Containment of the *new* text in the *kept* one is not: a print
-version or an excerpt (all of it in the kept page) is dropped; a later page that holds
-nearly all of a kept one and more than it (``related``, 0.8 of the kept one's phrases) is
-kept and recorded as *related* to it.
-
-**Why covered words, not shared shingles.** A word edit breaks the three 3-shingles around
-it, so a reprint with 10 % of its words edited keeps only ~0.73 of its 3-shingles, as low as
-two reference pages of one template that differ in whole rows. Counting instead the words
-that lie in at least one shared 3-shingle charges an edit one word, and a new row all of its
-words. Measured exactly on real pages (``evaluation/ACCURACY.md``): on Debian's PostgreSQL,
-git and Sphinx manuals no pair of different pages reaches 0.9 covered words with less than
-0.8 of its 3-shingles in the other page (the lossy-drop line), while full copies in another
-site's template sit at 0.95-1.0 and 5 % reprints at a median of 0.96.
-
-**And shared shingles, as the lossy-drop line counts.** A short page whose few differing words
-are version numbers and dates is the case covered words miss: Django's release notes 1.8.12
-(four lines) have 0.92 of their words in phrases of 1.9.5's notes, published the same day,
-but only 0.77 of their 3-shingles, and what they say that 1.9.5's do not (which release
-fixed these bugs) is what a reader came for. So a copy also needs at least ``shingles``
-(0.8, the line below which issue 12 calls a drop lossy) of its 3-shingles in the kept
-document; 5 % reprints keep about 0.86 of theirs. Only shingles within one line count: one
-that spans two paragraphs is no phrase of either, and paragraphs in another order lose
-nothing.
-
-**The filter (this project's own code: a Bloom filter per document, sized to it, with its
-false-positive rate known, which no Bloom library here exposes in numpy).** The kept
-document's distinct 3-shingle hashes go into a Bloom filter of 10 bits each (at most
-``MAX_FILTER_BYTES``), with the optimal number of hash functions: 0.8 % false positives, about
-1.2 bytes per word of text. The new document brings its 3-shingles in order (not stored), so
-every word is counted: there is no sampling error, only the filter's false positives, which
-can only raise the count, by a rate known from the filter's size; it is subtracted before the
-threshold is applied (from the shingles, the lossy-drop line, as many false positives as the
-filter stays under with 95 % probability, so that no drop rests on its luck), and a kept
-document whose filter is too full to trust (over 5 %) decides
-nothing.
-
-**Or similarity, as the user chooses** (``decision="similar"``, ``NEARDUP_DECISION``). The
-literature's rule drops a pair whose similarity reaches a threshold: the Jaccard of the two
-documents' word 2-shingles (0.35), read from a second Bloom filter stored beside the first
-(the new document's distinct shingles looked up in the kept one's, false positives
-subtracted as above), for every backend but SimHash (a Hamming distance within 3 bits) and
-cosine (its estimate). It drops 10 % and 20 % reprints that containment keeps, at the same
-precision on the evaluation corpus (``evaluation/ACCURACY.md``), and keeps an excerpt that
-containment drops. Whichever decides, a pair the other rule holds is recorded as *near*.
+Promises: every candidate a backend proposes is verified here against a small Bloom filter of
+the kept document's word 3-shingles stored beside its signature; a copy needs at least
+``coverage`` of its words in shared 3-shingles and ``shingles`` of its 3-shingles in the kept
+one, with the filter's false positives subtracted so that no drop rests on luck. The backend's
+own similarity is reported, never trusted to decide. :func:`text_coverage` is the exact
+measure and :func:`lossy` the one lossy-drop line (:data:`LOSSY_BELOW`) that the audit page and
+the evaluation use. It knows nothing of Scrapy or storage.
+Rationale: ``docs/design.md#containment``, ``#why-containment-not-similarity``,
+``#covered-words``, ``#shared-shingles``, ``#phrase-filter``, ``#similar-decision``.
 """
 
 from __future__ import annotations
@@ -65,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import xxhash
 
-from scrapy_neardup.algorithms.excerpts import Excerpts, Stored
+from scrapy_neardup.backends.excerpts import Excerpts, Stored
 from scrapy_neardup.text import Document, ShingleSpec, normalize, token_starts
 
 COVERAGE = 0.9
@@ -95,7 +52,7 @@ SMALLER_KEPT = 0.1
 #: their excerpt fingerprints (Verified.check): SpotSigs's own screen, at its own line.
 EXCERPT_SCREEN = 0.2
 #: A page with at least this share of its words in lines its site repeats has no text of its
-#: own to compare (a listing, a tag page): matched exactly only (engine.without_boilerplate).
+#: own to compare (a listing, a tag page): matched exactly only (Deduplicator.without_boilerplate).
 #: 1 - MIN_OWN_SHARE: the line below which coverage() already stopped trusting its own words.
 BOILERPLATE_SHARE = 1.0 - MIN_OWN_SHARE
 _PHRASE = ShingleSpec("word", 3)
@@ -233,7 +190,7 @@ def phrases_of(doc: Document) -> Phrases:
     return Phrases(bits, size, hashes, count, sequence, *lines)
 
 
-#: The candidate search of the "similar" decision, where the method's own default would not
+#: The candidate search of the "similar" decision, where the backend's own default would not
 #: propose the pairs it accepts (MinHash's bands on 3-shingles at 0.4 miss a 20 % reprint,
 #: whose word-set Jaccard is ~0.5): the bands on the rule's own shingles, at a threshold
 #: below the rule's (evaluation/ACCURACY.md).
@@ -241,7 +198,7 @@ SIMILAR_CANDIDATES = 0.3
 
 
 def candidate_params(method: str, decision: str, similar_shingles: int | None = None) -> dict:
-    """Default method parameters for a decision: for "similar", MinHash bands over the
+    """Default backend parameters for a decision: for "similar", MinHash bands over the
     rule's shingles at :data:`SIMILAR_CANDIDATES`; nothing otherwise."""
     if decision != "similar" or method != "minhash":
         return {}
@@ -384,7 +341,7 @@ def _measure(new: Phrases, hit: np.ndarray, rate: float) -> Coverage:
     if new.ignore is not None and len(new.ignore) == words:
         own = ~new.ignore
         # A page that is nearly all lines its site repeats is judged on all its words (one
-        # with BOILERPLATE_SHARE of them is matched exactly only: engine.without_boilerplate).
+        # with BOILERPLATE_SHARE of them is matched exactly only: Deduplicator.without_boilerplate).
         if own.sum() >= max(MIN_OWN_WORDS, MIN_OWN_SHARE * words):
             covered = covered[own]
             # The shingles still count all its lines: the lossy line is the audit's (a long
@@ -403,7 +360,7 @@ def _corrected(found: int, total: int, rate: float) -> float:
     probability 1 - :data:`LUCK` (95 %, :func:`_luck`), or its mean where that is more. For
     the shingles, the lossy-drop line; covered words keep the mean's correction (a bound
     there too cost the synthetic copies with an inserted ad paragraph of
-    ``tests/test_engine.py``: 0.75 to 0.65 found).
+    ``tests/test_deduplicator.py``: 0.75 to 0.65 found).
 
     Subtracting the mean alone let a drop rest on the filter's luck: ``c3ref/blob_read.html``
     of sqlite3-doc has 0.792 of its 3-shingles in ``blob_write.html``, and the filter said
@@ -471,7 +428,7 @@ class Verified:
       false positives, which are subtracted) at least ``similarity``; for simhash, a
       Hamming distance within ``64 * (1 - similarity)`` bits (default 3, Manku's; the
       index's ``k`` must reach it); for cosine, its cosine estimate (2048 hyperplanes) at
-      least ``similarity`` (default: the method's threshold).
+      least ``similarity`` (default: the backend's threshold).
 
     A pair the other rule holds is ``near`` (kept, recorded beside the kept one).
     """
@@ -515,7 +472,7 @@ class Verified:
             if decision == "similar":
                 self._screen = min(EXCERPT_SCREEN, 0.5 * self.similarity_threshold)
         self._estimate = getattr(backend, "estimate", backend.similarity)
-        self.excerpts = Excerpts()  # excerpt keys beside the backend's (algorithms/excerpts.py)
+        self.excerpts = Excerpts()  # excerpt keys beside the backend's (backends/excerpts.py)
         if hasattr(backend, "probe_count"):  # the engine asks it of a whole signature
             self.probe_count = lambda signature: (
                 backend.probe_count(signature[0]) + len(self.excerpts.keys(signature))
@@ -590,7 +547,7 @@ class Verified:
         if similarity is None or similarity < self._screen:
             # Screened out by the backend (or, for MinHash, a Jaccard estimate below any pair
             # the bands propose): an excerpt is far below it, and verified when it shares half
-            # its excerpt fingerprints (algorithms/excerpts.py).
+            # its excerpt fingerprints (backends/excerpts.py).
             if not self.excerpts.shared(new, kept):
                 return None
             similarity = similarity or 0.0
