@@ -240,7 +240,7 @@ def test_a_section_of_a_very_long_kept_page_is_dropped() -> None:
 def test_a_long_page_is_not_verified_against_the_short_pages_its_keys_find(monkeypatch) -> None:
     """The excerpt keys of a long new page find every short kept page it quotes; none can be
     its copy, so none is verified (a check over the whole long page each)."""
-    from scrapy_neardup.algorithms import containment
+    from scrapy_neardup.backends import containment
 
     paragraphs = article(7, sentences=600).split("\n\n")
     dedup = Deduplicator("minhash")
