@@ -199,12 +199,14 @@ def crawl_through_outage(
     return result, json.loads(Path(f"{out}.stall").read_text())
 
 
-def assert_reconciled(site, server: RedisServer, prefix: str, results: list[dict]) -> None:
+def assert_reconciled(
+    site, server: RedisServer, prefix: str, results: list[dict], least: int = 1
+) -> None:
     """Every distinct document delivered by the two crawls; what the second let through
-    during the outage and the first had kept is listed as late duplicates of it; once those
-    are cleaned from the output, each document is in it once."""
+    during the outage and the first had kept is listed as late duplicates of it (at least
+    ``least``); once those are cleaned from the output, each document is in it once."""
     late = summarize_redis(server.url, prefix)["late_duplicates"]
-    assert len(late) == results[-1]["stats"].get("neardup/items/reconciled", 0) >= 1
+    assert len(late) == results[-1]["stats"].get("neardup/items/reconciled", 0) >= least
 
     def doc(key: str) -> str:
         return site.lookup(re.sub(r" \(fetch \d+\)$", "", key)).doc_id
@@ -255,7 +257,9 @@ def test_crawl_through_a_hung_redis(client, server, site, site_url, tmp_path) ->
     first = first_crawl(server, site_url, tmp_path, "hung")
     result, stall = crawl_through_outage(server, client, site_url, tmp_path, "hung", outage)
     assert_outage_handled(result, stall)
-    assert_reconciled(site, server, "hung", [first, result])
+    # What passes unchecked while Redis hangs may all be new to the first crawl (which of
+    # the site's pages arrive in those 3 s is the crawl's order): none to reconcile then.
+    assert_reconciled(site, server, "hung", [first, result], least=0)
 
 
 def main() -> None:
