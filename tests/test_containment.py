@@ -222,6 +222,30 @@ def test_copies_dropped_do_not_make_an_article_boilerplate() -> None:
         assert verdict.is_duplicate == (n > 0)
 
 
+def test_a_long_line_a_site_repeats_still_counts_in_the_shingle_share() -> None:
+    """A copy placed in a site's template is dropped whatever that site's short lines (its
+    navigation); a paragraph the site repeats on its pages, which the kept page lacks, is
+    text the drop would lose (the audit page's lossy line), so it is kept."""
+    nav = ["Home", "News and more", "About us"]
+    promo = [" ".join(EN[30 + i].split()[:24]) for i in range(3)]  # three 24-word lines
+    article = "\n".join(" ".join(EN[35].split()[i : i + 12]) for i in range(0, 96, 12))
+
+    def crawl(template: list[str]) -> bool:
+        dedup = Deduplicator("minhash")
+        for n in range(3):  # three pages of the site teach it its repeated lines
+            own = "\n".join(" ".join(EN[40 + n].split()[i : i + 12]) for i in range(0, 96, 12))
+            signed = dedup.without_boilerplate("a.org", dedup.sign("\n".join([own, *template])))
+            dedup.learn_boilerplate("a.org", signed, dedup.check_signed(f"a/{n}", signed))
+        dedup.check("b/original", article)
+        copy = dedup.without_boilerplate("a.org", dedup.sign("\n".join([article, *template])))
+        assert copy.near[1].ignore is not None and copy.near[1].ignore.any()
+        return dedup.check_signed("a/copy", copy).is_duplicate
+
+    assert crawl(nav)
+    assert not crawl(nav + promo)
+    assert lossy(text_coverage("\n".join([article, *nav, *promo]), article))
+
+
 def test_site_lines_are_bounded() -> None:
     lines = SiteLines(max_lines=10, max_sites=2)
     many = "\n".join(f"line {i} of many words here" for i in range(50))

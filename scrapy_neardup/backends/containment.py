@@ -48,6 +48,8 @@ LOSSY_BELOW = 0.8  # the lossy-drop line of the audit and the evaluation
 #: A kept page with fewer distinct 3-shingles than this share of a new page's is not verified
 #: against it (Verified.check): it cannot hold the new page's own text at the decision's lines.
 SMALLER_KEPT = 0.1
+#: A line of this many words that its site repeats still counts in a page's shingle share.
+REPEATED_PROSE = 20
 #: MinHash candidates with a lower Jaccard estimate are verified only when they share half
 #: their excerpt fingerprints (Verified.check): SpotSigs's own screen, at its own line.
 EXCERPT_SCREEN = 0.2
@@ -344,8 +346,14 @@ def _measure(new: Phrases, hit: np.ndarray, rate: float) -> Coverage:
         # with BOILERPLATE_SHARE of them is matched exactly only: Deduplicator.without_boilerplate).
         if own.sum() >= max(MIN_OWN_WORDS, MIN_OWN_SHARE * words):
             covered = covered[own]
-            # The shingles still count all its lines: the lossy line is the audit's (a long
-            # line the site repeats on other kept pages is not in the one it is dropped for).
+            # The shingles leave out the short lines its site repeats (navigation, a
+            # template's credit line), not the long ones: a paragraph the site repeats on
+            # other pages is not in the one it would be dropped for, and the audit page's
+            # lossy line counts it.
+            if new.line_words is not None and int(new.line_words.sum()) == words:
+                prose = np.repeat(new.line_words >= REPEATED_PROSE, new.line_words)
+                own = own | prose
+            counted &= own[: len(hit)]
     shared = hit[counted] if counted.any() else hit
     # An uncovered word has up to 3 chances of a false positive; a shingle, one.
     chance = 1.0 - (1.0 - rate) ** _PHRASE.size
