@@ -1,32 +1,12 @@
 """Main content with trafilatura, in worker processes, off the reactor.
 
-Extraction (about 30 ms a page) and signing (a few ms) are the costly steps of the plugin, and
-the GIL would make threads useless for them, so both run in a process pool. The reactor
-only waits on a Deferred; it never runs trafilatura itself. Byte-identical bodies are looked
-up in a small cache of body hash -> result and not extracted again.
-
-The pool is pebble's ``ProcessPool``: a task over its time limit has its worker terminated
-and replaced, and a worker that dies fails its own task only, never the others in flight.
-Each page has two limits (``NEARDUP_PAGE_TIMEOUT``, ``NEARDUP_PAGE_MEMORY``); a page over one
-is kept unchecked, counted and logged. The defaults (20 s, 1024 MiB) come from measurements
-on one core: the 211 real pages of ``../shared/data`` take 27 ms (median) to 0.31 s and add
-about 20 MB; a legitimate 8 MB manual of 30,000 paragraphs takes 5 s and adds 320 MB, so
-both limits leave it three to four times the room it needs (a busy, niced worker is slower).
-A page of a million ``<p>a</p>`` (8 MB) takes 77 s and 1.7 GB without limits, but passes
-1 GB within its first 10 s, where the memory limit stops it.
-
-The memory limit is a watchdog thread in each worker that reads the worker's resident size
-(``/proc/self/statm``, Linux only) every 50 ms while a task runs, and ends the worker with
-:data:`MEMORY_EXIT` when the task has grown it by more than the limit; it may overshoot by
-what the page allocates before the next reading (or in one C call holding the GIL).
-``RLIMIT_AS`` was tried and rejected: its failed allocations surface inside lxml and
-trafilatura, which swallow them (``load_html`` returns None, the page comes out "empty" and
-is never counted).
-
-Workers die with the crawler, however it ends: on Linux the kernel kills them when it dies
-(``PR_SET_PDEATHSIG``); everywhere the watchdog thread ends its worker when the pipe
-multiprocessing keeps open from the crawler (the parent sentinel) reaches EOF. With the
-workers gone, multiprocessing's resource tracker sees EOF on its own pipe and exits.
+Promises: the reactor only waits on a future and never runs trafilatura itself; each page
+has a time and a memory limit (``NEARDUP_PAGE_TIMEOUT``, ``NEARDUP_PAGE_MEMORY``), and a page
+over one is kept unchecked, counted and logged, its worker replaced; a worker that dies fails
+its own task only; workers die with the crawler, however it ends. Byte-identical bodies are
+extracted once. Must not: import jieba or anything a page does not need before it needs it.
+Why pebble, the watchdog thread rather than ``RLIMIT_AS``, and how the limits were chosen:
+``docs/design.md#extraction`` and ``#page-limits``.
 """
 
 from __future__ import annotations
