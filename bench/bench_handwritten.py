@@ -50,7 +50,7 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.common import print_table  # noqa: E402
+from bench.common import HTML, print_table, serve_pages  # noqa: E402
 
 SITE_DIRS = (
     Path("/usr/share/doc/sqlite3"),
@@ -183,32 +183,17 @@ def serve_tree(root: Path) -> ThreadingHTTPServer:
     """Every file under ``root`` on a free loopback port (``/`` is ``index.html``)."""
     real_root = root.resolve()
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def body_of(path: str) -> tuple[bytes, str] | None:
+        rel = posixpath.normpath(unquote(urlsplit(path).path)).lstrip("/")
+        file = root / (rel or "index.html")
+        if file.is_dir():
+            file = file / "index.html"
+        if not (file.is_file() and file.resolve().is_relative_to(real_root)):
+            return None
+        kind = mimetypes.guess_type(file.name)[0] or "text/html"
+        return file.read_bytes(), HTML if kind == "text/html" else kind
 
-        def do_GET(self) -> None:
-            rel = posixpath.normpath(unquote(urlsplit(self.path).path)).lstrip("/")
-            file = root / (rel or "index.html")
-            if file.is_dir():
-                file = file / "index.html"
-            ok = file.is_file() and file.resolve().is_relative_to(real_root)
-            body = file.read_bytes() if ok else b"not found"
-            kind = (mimetypes.guess_type(file.name)[0] if ok else None) or "text/html"
-            if kind == "text/html":
-                kind += "; charset=utf-8"
-            self.send_response(200 if ok else 404)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return serve_pages(body_of)
 
 
 def descendants(pid: int) -> list[int]:

@@ -49,18 +49,24 @@ def print_table(headers: list[str], rows: list[list[Any]], title: str | None = N
     print(flush=True)
 
 
-def serve_pages(body_of: Callable[[str], bytes | None]) -> ThreadingHTTPServer:
+HTML = "text/html; charset=utf-8"
+
+
+def serve_pages(
+    body_of: Callable[[str], bytes | tuple[bytes, str] | None],
+) -> ThreadingHTTPServer:
     """An HTTP server on a free loopback port, in a thread: ``body_of(path)`` is the page
-    (HTML), None a 404. Stop it with ``shutdown()`` and ``server_close()``."""
+    (HTML), or ``(body, content type)``, None a 404. Stop it with ``shutdown()`` and
+    ``server_close()``."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
-            body = body_of(self.path)
-            self.send_response(404 if body is None else 200)
-            body = body or b""
-            self.send_header("Content-Type", "text/html; charset=utf-8")
+            found = body_of(self.path)
+            self.send_response(404 if found is None else 200)
+            body, kind = found if isinstance(found, tuple) else (found or b"", HTML)
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

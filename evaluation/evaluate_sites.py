@@ -49,7 +49,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +65,7 @@ if str(ROOT) not in sys.path:
 from bench.common import run_spider, serve_pages  # noqa: E402
 from scrapy_neardup.backends.containment import LOSSY_BELOW, text_coverage  # noqa: E402
 from scrapy_neardup.extraction import extract_main_text  # noqa: E402
+from scrapy_neardup.text import Document  # noqa: E402
 
 ALL_BACKENDS = [
     "minhash",
@@ -457,16 +458,16 @@ def copies_in_order(order: list[str], texts: Texts) -> set[str]:
     or more, in a page the crawl met before it (its main and visible text): what the default
     decision should drop, in the order the crawl took. Candidates come from an exact index of word
     3-shingles; each is confirmed with :func:`contained`."""
-    from collections import Counter
 
-    from scrapy_neardup.text import Document
+    def shingles(text: str) -> set[int]:
+        words = Document(text).tokens
+        return {hash(tuple(words[j : j + 3])) for j in range(max(len(words) - 2, 0))}
 
     index: dict[int, list[int]] = {}
     copies: set[str] = set()
     order = [page for page in order if (texts.root / page).is_file()]  # not "/" itself
     for i, page in enumerate(order):
-        words = Document(texts.rich(page)).tokens
-        own = {hash(tuple(words[j : j + 3])) for j in range(max(len(words) - 2, 0))}
+        own = shingles(texts.rich(page))
         hits = Counter(k for sh in own for k in index.get(sh, ()))
         for k, n in hits.most_common(5):
             if n < COPY_AT * len(own) * 0.9:
@@ -474,8 +475,7 @@ def copies_in_order(order: list[str], texts: Texts) -> set[str]:
             if contained(texts.rich(page), texts.text(order[k], whole=True)) >= COPY_AT:
                 copies.add(page)
                 break
-        whole = Document(texts.text(page, whole=True)).tokens
-        for sh in {hash(tuple(whole[j : j + 3])) for j in range(max(len(whole) - 2, 0))}:
+        for sh in shingles(texts.text(page, whole=True)):
             index.setdefault(sh, []).append(i)
     return copies
 
