@@ -9,6 +9,7 @@ A module that needs another ``server`` (an HTTP one) defines its own, which wins
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,3 +90,13 @@ def client(server: RedisServer) -> Iterator[Any]:
     c.flushdb()
     yield c
     c.close()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Close the event loop of an asyncio reactor a test installed (``get_crawler`` does),
+    so it is not left to the interpreter's exit as an unclosed resource."""
+    if "twisted.internet.reactor" not in sys.modules:
+        return
+    loop = getattr(sys.modules["twisted.internet.reactor"], "_asyncioEventloop", None)
+    if loop is not None and not loop.is_running() and not loop.is_closed():
+        loop.close()
