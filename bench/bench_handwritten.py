@@ -26,8 +26,10 @@ cores: 1.0 means every core was busy all along). A shared machine moves wall tim
 each crawl also has the CPU other processes used meanwhile (``/proc/stat``), the share of
 what they left free that the crawl used, and its CPU ceiling: the pages/s its CPU allows on
 cores of its own (tree CPU / cores, or the crawler process's own CPU if longer; a bound, not
-a measurement). Then the add-on / hand-written ratios,
-whether the add-on with workers dropped the same pages as without, and, from the add-on's
+a measurement). Then the add-on / hand-written ratios;
+whether the add-on with workers dropped the same pages as without (each add-on crawl is
+replayed with ``NEARDUP_WORKERS = 0``, its pages fetched one at a time in the order its
+pipeline met them: which copy of a group is kept follows that order); and, from the add-on's
 own stats, where its time went: the crawler process's CPU per page, the workers' busy and
 idle time, and how long items waited for their text.
 
@@ -43,7 +45,6 @@ import json
 import mimetypes
 import os
 import posixpath
-import re
 import statistics
 import subprocess
 import sys
@@ -67,7 +68,6 @@ SITE_DIRS = (
 )
 CONFIGS = ("plain", "hand-written", "add-on", "add-on, 0 workers")
 SAMPLE_EVERY = 0.1
-DROP_REASON = re.compile(r"near-duplicate of (\S+) \(")
 
 CRAWLER = r'''
 import json, resource, sys, time
@@ -95,6 +95,35 @@ class SiteSpider(CrawlSpider):
             yield {"url": response.url, "text": trafilatura.extract(response.text)}
         else:
             yield {"url": response.url}
+
+
+class ReplaySpider(scrapy.Spider):
+    """Fetches the given URLs one at a time, the next once the last item was decided: the
+    pipeline meets the pages in exactly the given order."""
+
+    name = "replay"
+    custom_settings = {"CONCURRENT_REQUESTS": 1}
+
+    async def start(self):
+        self.todo = list(reversed(args["replay"]))
+        self.crawler.signals.connect(self.next_page, signal=signals.item_scraped)
+        self.crawler.signals.connect(self.next_page, signal=signals.item_dropped)
+        yield self.request()
+
+    def request(self):
+        return scrapy.Request(
+            self.todo.pop(), self.parse, errback=self.failed, dont_filter=True
+        )
+
+    def next_page(self, *args, **kwargs):
+        if self.todo:
+            self.crawler.engine.crawl(self.request())
+
+    def failed(self, failure):
+        self.next_page()
+
+    def parse(self, response):
+        yield {"url": response.url}
 
 
 class MinHashPipeline:
@@ -127,11 +156,15 @@ elif MODE.startswith("add-on"):
     if MODE == "add-on, 0 workers":
         settings["NEARDUP_WORKERS"] = 0
 process = CrawlerProcess(settings=settings)
-crawler = process.create_crawler(SiteSpider)
+crawler = process.create_crawler(ReplaySpider if "replay" in args else SiteSpider)
 dropped = []
+decided = []
 t = {}
 def on_dropped(item, exception, **kwargs):
     dropped.append([item["url"], str(exception)])
+    decided.append(item["url"])
+def on_scraped(item, **kwargs):
+    decided.append(item["url"])
 def on_opened(**kwargs):
     t["opened"] = time.perf_counter()
 def on_closed(**kwargs):
@@ -149,6 +182,7 @@ def on_closed(**kwargs):
         key = "main_thread_cpu_s" if int(tid) == os.getpid() else "other_threads_cpu_s"
         t[key] = t.get(key, 0.0) + cpu
 crawler.signals.connect(on_dropped, signal=signals.item_dropped)
+crawler.signals.connect(on_scraped, signal=signals.item_scraped)
 crawler.signals.connect(on_opened, signal=signals.spider_opened)
 crawler.signals.connect(on_closed, signal=signals.spider_closed)
 process.crawl(crawler)
@@ -166,6 +200,7 @@ with open(args["out"], "w") as out:
         "items": stats.get("item_scraped_count", 0) + stats.get("item_dropped_count", 0),
         "dropped": sorted(url for url, _ in dropped),
         "drops": dropped,
+        "decided": decided,
         "neardup": {k: v for k, v in stats.items() if k.startswith("neardup/")},
     }, out)
 '''
@@ -241,14 +276,18 @@ def machine_busy_s() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def crawl(mode: str, start: str) -> dict[str, Any]:
-    """One crawl in its own process: what it reports, with its tree's CPU and peak PSS."""
+def crawl(mode: str, start: str, replay: list[str] | None = None) -> dict[str, Any]:
+    """One crawl in its own process: what it reports, with its tree's CPU and peak PSS.
+    With ``replay``, those URLs are fetched one at a time in that order, not crawled."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp, "out.json")
         script = Path(tmp, "crawl.py")
         script.write_text(CRAWLER)
         env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        arg = json.dumps({"mode": mode, "start": start, "out": str(out)})
+        given = {"mode": mode, "start": start, "out": str(out)}
+        if replay is not None:
+            given["replay"] = replay
+        arg = json.dumps(given)
         load = loadavg()
         busy_before = machine_busy_s()
         began = time.perf_counter()
@@ -318,6 +357,13 @@ def run(
                     f"{r['peak_pss'] / 2**20:5.0f} MiB PSS (load before {r['load_before']:.2f})",
                     flush=True,
                 )
+        # Which copy of a group is kept, and so what is dropped, follows the order the
+        # pipeline meets the pages, which 16 requests at a time and the workers make vary:
+        # each add-on crawl is replayed in its own order with NEARDUP_WORKERS = 0.
+        for number, r in enumerate(results["add-on"], 1):
+            replayed = crawl("add-on, 0 workers", start, replay=r["decided"])
+            results.setdefault("replayed", []).append(replayed)
+            print(f"round {number} replayed without workers: {len(replayed['dropped'])} dropped")
     finally:
         server.shutdown()
         server.server_close()
@@ -325,27 +371,6 @@ def run(
         Path(save).write_text(json.dumps({"cores": cores, "rounds": rounds, "results": results}))
     report(results, cores, rounds, root)
     return 0
-
-
-def groups(drops: list[list[str]]) -> set[frozenset[str]]:
-    """The groups of copies a crawl's drops make (each dropped URL with the URL it was
-    dropped for, joined transitively): equal for two crawls that found the same copies,
-    whichever copy of each they kept first."""
-    parent: dict[str, str] = {}
-
-    def root(url: str) -> str:
-        while parent.setdefault(url, url) != url:
-            url = parent[url]
-        return url
-
-    for url, message in drops:
-        found = DROP_REASON.search(message)
-        if found:
-            parent[root(url)] = root(found.group(1))
-    members: dict[str, set[str]] = {}
-    for url in parent:
-        members.setdefault(root(url), set()).add(url)
-    return {frozenset(group) for group in members.values()}
 
 
 def ceiling(run: dict, cores: int) -> float:
@@ -363,7 +388,8 @@ def busy_share(run: dict, cores: int) -> float:
 
 def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) -> None:
     rows = []
-    for mode, runs in results.items():
+    for mode in CONFIGS:
+        runs = results[mode]
         wall, cpu = median(runs, "wall_s"), median(runs, "tree_cpu_s")
         limit = statistics.median(r["tree_cpu_s"] / cores for r in runs)
         rows.append(
@@ -382,7 +408,7 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
                 f"{statistics.median(len(r['dropped']) for r in runs):.0f}",
             ]
         )
-    loads = [r["load_before"] for runs in results.values() for r in runs]
+    loads = [r["load_before"] for mode in CONFIGS for r in results[mode]]
     print()
     print_table(
         [
@@ -417,6 +443,14 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
         f"(target <= 1.5); wall / CPU limit {wall_limit:.2f} (target <= 1.2)"
     )
     print(f"add-on, 0 workers / hand-written: {speed0:.2f}x pages/s, {memory0:.2f}x PSS")
+    # A shared machine's speed drifts between rounds: the ratio of two crawls of one round
+    # (minutes apart) is steadier than the ratio of medians.
+    per_round = [a["pages_per_s"] / h["pages_per_s"] for a, h in zip(addon, hand, strict=True)]
+    print(
+        "add-on / hand-written in each round: "
+        + ", ".join(f"{ratio:.2f}x" for ratio in per_round)
+        + f" (median {statistics.median(per_round):.2f}x)"
+    )
     print(f"add-on / hand-written by their CPU ceilings (cores to themselves): {bound:.2f}x")
     # Which copy of a group is kept first, and so what a "contained" decision drops, follows
     # the crawl order, which 16 requests at a time make vary: the rounds of one
@@ -427,26 +461,21 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
                 len(set(a["dropped"]) ^ set(b["dropped"])) for a, b in itertools.pairwise(runs)
             ]
             print(f"{name}: dropped URLs that differ from one round to the next: {differ}")
-    for number, (a, z) in enumerate(zip(addon, zero, strict=True), 1):
-        if set(a["dropped"]) == set(z["dropped"]):
-            print(
-                f"round {number}: the add-on drops the same {len(a['dropped'])} URLs with "
-                "and without workers"
-            )
-            continue
+    for number, (a, z) in enumerate(zip(addon, results["replayed"], strict=True), 1):
         only_a = sorted(set(a["dropped"]) - set(z["dropped"]))
         only_z = sorted(set(z["dropped"]) - set(a["dropped"]))
-        same_groups = groups(a["drops"]) == groups(z["drops"])
-        print(
-            f"round {number}: dropped URLs differ ({len(a['dropped'])} with workers, "
-            f"{len(z['dropped'])} without; {len(only_a)} only with workers, {len(only_z)} only "
-            f"without): "
-            + (
-                "the same groups of copies, a different copy of some kept (crawl order)"
-                if same_groups
-                else f"the groups of copies differ too, e.g. {(only_a + only_z)[:3]}"
+        if not (only_a or only_z) and len(z["decided"]) == len(a["decided"]):
+            print(
+                f"round {number}: same drops with and without workers, in the same order: "
+                f"{len(a['dropped'])} of {len(a['decided'])} items"
             )
-        )
+        else:
+            print(
+                f"round {number}: DROPS DIFFER with and without workers in the same order: "
+                f"{len(only_a)} only with workers, {len(only_z)} only without "
+                f"({len(a['decided'])} / {len(z['decided'])} items), e.g. "
+                f"{(only_a + only_z)[:3]}"
+            )
     print()
     for mode in ("add-on", "add-on, 0 workers"):
         runs = results[mode]

@@ -551,10 +551,13 @@ class KeptLines:
                 gone, _ = self._sites.popitem(last=False)
                 self._common.pop(gone, None)
         self._sites[site] = counts
+        repeated = False  # whether a line reached ``repeats`` now: the cache is stale then
         for h in np.unique(lines.hashes).tolist():
             if h in counts or len(counts) < self.max_site_lines:
-                counts[h] = counts.get(h, 0) + 1
-        self._common.pop(site, None)
+                n = counts[h] = counts.get(h, 0) + 1
+                repeated = repeated or n == self.repeats
+        if repeated:
+            self._common.pop(site, None)
 
     def _common_lines(self, site: str) -> np.ndarray:
         found = self._common.get(site)
@@ -609,6 +612,7 @@ class Extractor:
         self._inline_signer: Any = None
         self._cache: OrderedDict[bytes, tuple[Extracted, Any] | PageLimitError] = OrderedDict()
         self._cache_size = cache_size
+        self._in_flight: dict[bytes, Future] = {}
         self._limits_logged = 0
         self._started_once = False
         #: Where the time went (see :meth:`timing`): the workers' seconds on tasks, wall
@@ -662,6 +666,17 @@ class Extractor:
         if found is not None:
             self._cache.move_to_end(digest)
         return digest, found
+
+    def in_flight(self, digest: bytes) -> Future | None:
+        """The extraction of a body with this digest that is still running, if any: a copy
+        that arrives meanwhile waits for it rather than being extracted again."""
+        return self._in_flight.get(digest)
+
+    def track(self, digest: bytes, future: Future) -> None:
+        """Make ``future`` (the extraction of the body with ``digest``) :meth:`in_flight`
+        until it is done."""
+        self._in_flight[digest] = future
+        future.add_done_callback(lambda _: self._in_flight.pop(digest, None))
 
     def remember(self, digest: bytes, result: tuple[Extracted, Any] | PageLimitError) -> None:
         self._cache[digest] = result

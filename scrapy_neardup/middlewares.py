@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,10 +15,10 @@ from w3lib.url import safe_url_string
 
 from scrapy_neardup.dupefilter import ANSWERED_META, CHECKED_META
 from scrapy_neardup.exceptions import InvalidURL
-from scrapy_neardup.extraction import Extracted, PageLimitError
+from scrapy_neardup.extraction import Extracted
 from scrapy_neardup.meta import FRONTIER_META, PARENT_META, RECOVERED_META
-from scrapy_neardup.state import NearDupState, PageText, freeze_startup_objects
-from scrapy_neardup.twisted_futures import await_future, call_soon
+from scrapy_neardup.state import NearDupState, PageText, PendingPage, freeze_startup_objects
+from scrapy_neardup.twisted_futures import call_soon
 from scrapy_neardup.urls import site_of
 
 if TYPE_CHECKING:
@@ -293,15 +292,24 @@ class PageTextMiddleware:
             ):
                 if not given:
                     given = True
-                    page = await self.page_text(response)
-                    if page is not None:
-                        self.state.register(obj, page)
+                    # Not awaited here: the pipeline waits for the text, and the rest of
+                    # this output (a CrawlSpider yields the page's links after its item)
+                    # reaches the scheduler meanwhile.
+                    pending = self.start_page_text(response)
+                    if pending is not None:
+                        self.state.register(obj, pending)
                 else:
                     self.state.inc("neardup/skipped/extra_item")
             yield obj
 
     async def page_text(self, response: Response) -> PageText | None:
         """Text and signatures of a response, from the cache or a worker; None for no text."""
+        pending = self.start_page_text(response)
+        return await pending.result() if pending is not None else None
+
+    def start_page_text(self, response: Response) -> PendingPage | None:
+        """The extraction of ``response``, started (inline with ``NEARDUP_WORKERS = 0``); None
+        when it has no text to read (not text, over ``NEARDUP_MAX_BODY_BYTES``)."""
         body = response.body
         if not isinstance(response, TextResponse):
             self.state.inc("neardup/skipped/not_text")
@@ -318,36 +326,26 @@ class PageTextMiddleware:
         # A site whose pages the fast mode reads short is read in full (see FastReadings).
         fast = extractor.fast and not self.state.readings.reads_short(site_of(response.url))
         digest, found = extractor.cached(body)
+        pending = PendingPage(self.state, response.url, body, response.encoding, fast, digest)
         if found is not None:
             self.state.inc("neardup/extract/cache_hit")
-        else:
-            if fast != extractor.fast:
-                self.state.inc("neardup/extract/in_full")
-            began = time.perf_counter()
-            try:
-                found = await await_future(
-                    extractor.submit_extract(body, response.url, response.encoding, fast)
-                )
-            except PageLimitError as exc:
-                found = exc  # remembered: the same bytes again would hit it again
-            except Exception as exc:  # a crashed worker must not kill the crawl
-                self.state.inc("neardup/extract/errors")
-                logger.warning("scrapy-neardup: extraction failed for %s: %r", response.url, exc)
-                return None
-            finally:
-                extractor.waited_s += time.perf_counter() - began
-            extractor.remember(digest, found)
-        if isinstance(found, PageLimitError):
-            self.state.inc(f"neardup/skipped/{found.limit}")
-            extractor.log_limit(found, response.url, self.config.debug)
+            pending.found = found
+            return pending
+        running = extractor.in_flight(digest)
+        if running is not None:  # a copy of a page being read now: its reading, once
+            self.state.inc("neardup/extract/cache_hit")
+            pending.future = running
+            return pending
+        if fast != extractor.fast:
+            self.state.inc("neardup/extract/in_full")
+        try:
+            pending.future = extractor.submit_extract(body, response.url, response.encoding, fast)
+        except Exception as exc:  # no worker could start, or the inline reading failed
+            self.state.inc("neardup/extract/errors")
+            logger.warning("scrapy-neardup: extraction failed for %s: %r", response.url, exc)
             return None
-        extracted, signed = found
-        self.state.inc(f"neardup/extract/{extracted.how}")
-        if not extracted.text:
-            return None
-        if fast and extracted.how == "trafilatura":
-            return PageText(response.url, extracted, signed, body, response.encoding)
-        return PageText(response.url, extracted, signed)
+        extractor.track(digest, pending.future)
+        return pending
 
 
 @dataclass

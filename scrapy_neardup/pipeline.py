@@ -77,7 +77,8 @@ class NearDupPipeline:
         self.state.detach(self)
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
-        page = self.state.take(item)
+        pending = self.state.take(item)
+        page = await pending.result() if pending is not None else None
         if not is_item(item):  # passed on untouched, as Scrapy does (for a later pipeline)
             self.state.inc("neardup/skipped/not_item")
             return item

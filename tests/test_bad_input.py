@@ -92,6 +92,36 @@ def pages() -> PageTextMiddleware:
     return PageTextMiddleware.from_crawler(crawler())
 
 
+def test_an_extraction_that_cannot_start_is_counted_and_the_output_goes_on(
+    pages, monkeypatch, caplog
+) -> None:
+    """When no reading can be started (the worker pool cannot start, the inline reading
+    raises), the item is passed on unchecked, the error counted and logged, and the rest
+    of the spider's output still comes."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no worker could start")
+
+    monkeypatch.setattr(pages.state.extractor, "submit_extract", broken)
+    response = HtmlResponse(
+        "http://a/x", body=html(article(7)).encode(), request=Request("http://a/x")
+    )
+
+    async def output() -> Any:
+        yield {"url": "http://a/x"}
+        yield Request("http://a/next")
+
+    async def collect() -> list[Any]:
+        return [obj async for obj in pages.process_spider_output(response, output())]
+
+    with caplog.at_level(logging.WARNING):
+        out = run(collect())
+    assert [type(obj).__name__ for obj in out] == ["dict", "Request"]
+    assert pages.state.take(out[0]) is None  # nothing for the pipeline to wait for
+    assert stat(pages, "neardup/extract/errors") == 1
+    assert "extraction failed for http://a/x" in caplog.text
+
+
 def test_empty_and_binary_bodies_are_counted_as_empty(pages) -> None:
     assert run(pages.page_text(HtmlResponse("http://a/e", body=b""))) is None
     assert run(pages.page_text(HtmlResponse("http://a/p", body=PNG))) is None

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
 
+from scrapy_neardup import settings as settings_table
 from scrapy_neardup.config import (
     NearDupConfig,
     bool_setting,
@@ -17,7 +21,7 @@ from scrapy_neardup.config import (
 )
 from scrapy_neardup.exceptions import ConfigError
 from scrapy_neardup.factories import backend_from_config
-from scrapy_neardup.settings import default_workers
+from scrapy_neardup.settings import busy_cores, default_workers
 
 
 def config(**values: object) -> NearDupConfig:
@@ -351,13 +355,38 @@ def test_enabled_defaults_to_true_and_refuses_what_scrapy_would_bend() -> None:
 
 
 @pytest.mark.parametrize(
-    ("cores", "load", "expected"),
-    [(2, 0.3, 2), (2, 1.2, 1), (2, 5.0, 1), (16, 0.0, 8), (4, 2.9, 2)],
+    ("cores", "busy", "expected"),
+    [(2, 0.3, 2), (2, 0.6, 1), (2, 1.2, 1), (2, 5.0, 1), (16, 0.0, 8), (4, 2.4, 2)],
 )
-def test_default_workers_are_the_free_cores(monkeypatch, cores, load, expected) -> None:
-    """NEARDUP_WORKERS's default: the cores this process may use, less those the load
-    average says are busy; at least 1, at most 8."""
+def test_default_workers_are_the_free_cores(monkeypatch, cores, busy, expected) -> None:
+    """NEARDUP_WORKERS's default: the cores this process may use, less those busy now
+    (rounded); at least 1, at most 8."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
-    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(settings_table, "_busy_measured", None)
+    monkeypatch.setattr(settings_table, "busy_cores", lambda cpus: busy)
     assert default_workers() == expected
     assert NearDupConfig.from_settings({}).workers == expected
+
+
+def test_default_workers_fall_back_on_the_load_average(monkeypatch) -> None:
+    """Where /proc/stat cannot be read, the 1-minute load average says what is busy."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(settings_table, "_busy_measured", None)
+    monkeypatch.setattr(settings_table, "_busy_ticks", lambda cpus: None)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 0.5, 0.5))
+    assert default_workers() == 1
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads /proc/stat")
+def test_busy_cores_counts_a_process_that_spins_now() -> None:
+    """The measure sees work running now (a child spinning on one core), which a load
+    average that decays over minutes would only half see."""
+    cpus = set(os.sched_getaffinity(0))
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # started and running
+        busy = busy_cores(cpus, seconds=0.3)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert busy is not None and 0.7 <= busy <= len(cpus)

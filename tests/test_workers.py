@@ -389,3 +389,74 @@ def test_a_crawl_keeps_pages_over_a_limit_unchecked_and_goes_on(heavy_site, tmp_
     extracted = sum(stats.get(f"neardup/extract/{how}", 0) for how in hows)
     assert extracted + 3 == len(result["kept"]) + len(result["dropped"])
     assert "Traceback" not in stderr and "leaked" not in stderr, stderr[-3000:]
+
+
+HANDOVER_SCRIPT = """
+import logging
+logging.basicConfig(level=logging.WARNING)
+from twisted.internet import task
+from scrapy import Request
+from scrapy.http import HtmlResponse
+from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.test import get_crawler
+from scrapy_neardup.middlewares import PageTextMiddleware
+from scrapy_neardup.pipeline import NearDupPipeline
+
+ARTICLE = "<html><body><article><p>" + "The river rose over the old town walls today. " * 30
+PAGE = (ARTICLE + "</p></article></body></html>").encode()
+
+def main(reactor):
+    crawler = get_crawler(settings_dict={"NEARDUP_WORKERS": 1})
+    middleware = PageTextMiddleware.from_crawler(crawler)
+    pipeline = NearDupPipeline.from_crawler(crawler)
+    pipeline.open_spider()
+
+    async def spider_output():
+        yield {"url": "http://a/page"}
+        yield Request("http://a/next")
+
+    async def run():
+        out = []
+        for url in ("http://a/page", "http://a/copy"):
+            response = HtmlResponse(url, body=PAGE, request=Request(url))
+            async for obj in middleware.process_spider_output(response, spider_output()):
+                out.append(obj)
+        extractor = pipeline.state.extractor
+        # Both outputs went on while the (first) reading was still in its worker.
+        print("passed on", len(out), "reading", sum(1 for _ in extractor._in_flight))
+        kept = await pipeline.process_item(out[0])
+        try:
+            await pipeline.process_item(out[2])
+            print("copy kept")
+        except Exception as exc:
+            print("copy", type(exc).__name__)
+        stats = pipeline.state.stats
+        print(kept["url"], stats.get_value("neardup/extract/trafilatura"),
+              stats.get_value("neardup/extract/cache_hit"))
+        pipeline.close_spider()
+
+    return deferred_from_coro(run())
+
+task.react(main)
+"""
+
+
+def test_items_and_links_go_on_while_the_page_is_read(tmp_path: Path) -> None:
+    """PageTextMiddleware starts the extraction and passes the item and the rest of the
+    output (a CrawlSpider's links) on at once; the pipeline waits for the text. A copy of
+    the page that arrives while it is read waits for the same reading (one extraction, one
+    cache hit) and is dropped."""
+    out = subprocess.run(
+        [sys.executable, "-c", HANDOVER_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        cwd=tmp_path,
+        env=ENV,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines() == [
+        "passed on 4 reading 1",
+        "copy DropItem",
+        "http://a/page 2 1",
+    ], out.stderr[-3000:]

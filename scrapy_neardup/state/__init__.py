@@ -12,6 +12,7 @@ from __future__ import annotations
 from scrapy_neardup.state.base import (
     NearDupState,
     PageText,
+    PendingPage,
     freeze_startup_objects,
     make_state,
     state_class,
@@ -22,6 +23,7 @@ __all__ = [
     "FileState",
     "NearDupState",
     "PageText",
+    "PendingPage",
     "freeze_startup_objects",
     "make_state",
     "state_class",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -26,8 +27,16 @@ from scrapy_neardup.backends.base import Match
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, NearDupError
-from scrapy_neardup.extraction import Extracted, Extractor, FastReadings, KeptLines, SignerSpec
+from scrapy_neardup.extraction import (
+    Extracted,
+    Extractor,
+    FastReadings,
+    KeptLines,
+    PageLimitError,
+    SignerSpec,
+)
 from scrapy_neardup.start import refuse_start
+from scrapy_neardup.twisted_futures import await_future
 from scrapy_neardup.urls import canonical_url, site_of, url_fingerprint
 
 if TYPE_CHECKING:
@@ -53,6 +62,54 @@ class PageText:
     signed: Signed | None
     body: bytes | None = None
     encoding: str | None = None
+
+
+class PendingPage:
+    """A page whose extraction :class:`PageTextMiddleware` started: the pipeline awaits
+    :meth:`result`, so that the spider's other output (the page's links) goes on meanwhile."""
+
+    def __init__(
+        self,
+        state: NearDupState,
+        url: str,
+        body: bytes,
+        encoding: str | None,
+        fast: bool,
+        digest: bytes,
+    ) -> None:
+        self.state, self.url, self.body, self.encoding = state, url, body, encoding
+        self.fast, self.digest = fast, digest
+        self.found: Any = None  # the cached result, or a PageLimitError
+        self.future: Any = None
+        self.began = time.perf_counter()
+
+    async def result(self) -> PageText | None:
+        """The page's text and signatures; None when it has none, or hit a page limit."""
+        state, extractor = self.state, self.state.extractor
+        found = self.found
+        if found is None:
+            try:
+                found = await await_future(self.future)
+            except PageLimitError as exc:
+                found = exc  # remembered: the same bytes again would hit it again
+            except Exception as exc:  # a crashed worker must not kill the crawl
+                state.inc("neardup/extract/errors")
+                logger.warning("scrapy-neardup: extraction failed for %s: %r", self.url, exc)
+                return None
+            finally:
+                extractor.waited_s += time.perf_counter() - self.began
+            extractor.remember(self.digest, found)
+        if isinstance(found, PageLimitError):
+            state.inc(f"neardup/skipped/{found.limit}")
+            extractor.log_limit(found, self.url, state.config.debug)
+            return None
+        extracted, signed = found
+        state.inc(f"neardup/extract/{extracted.how}")
+        if not extracted.text:
+            return None
+        if self.fast and extracted.how == "trafilatura":
+            return PageText(self.url, extracted, signed, self.body, self.encoding)
+        return PageText(self.url, extracted, signed)
 
 
 class NearDupState:
@@ -107,7 +164,7 @@ class NearDupState:
             page_timeout=config.page_timeout,
             page_memory=config.page_memory,
         )
-        self.pending: dict[int, tuple[Any, PageText]] = {}
+        self.pending: dict[int, tuple[Any, PendingPage]] = {}
         self._users: set[int] = set()
         self._opened = False
         self._closed = False
@@ -334,10 +391,11 @@ class NearDupState:
     def _key_taken(self, key: str) -> bool:
         return key in self.dedup.exact.store or key in self.dedup.members
 
-    def register(self, item: Any, page: PageText) -> None:
+    def register(self, item: Any, page: PendingPage) -> None:
+        """Hand ``page`` (the item's page, being read) from the middleware to the pipeline."""
         self.pending[id(item)] = (item, page)
 
-    def take(self, item: Any) -> PageText | None:
+    def take(self, item: Any) -> PendingPage | None:
         found = self.pending.pop(id(item), None)
         return found[1] if found is not None and found[0] is item else None
 
