@@ -38,6 +38,17 @@ pytestmark = [
 ]
 
 HTML_TYPE = "text/html; charset=utf-8"
+
+
+def run_python(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """``python ARGS`` in ``cwd`` with the tests' environment; it must exit 0."""
+    out = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=150, cwd=cwd, env=ENV
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
 CRASH_RUNNER = ROOT / "tests" / "crash_runner.py"
 SPEC = SignerSpec("minhash", (), 50, 100_000)
 
@@ -284,15 +295,7 @@ extractor.close()
 def test_replacement_workers_do_not_rerun_the_crawl_script(tmp_path: Path) -> None:
     script = tmp_path / "crawl_script.py"
     script.write_text(NO_GUARD_SCRIPT)
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=150,
-        cwd=tmp_path,
-        env=ENV,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = run_python([str(script)], tmp_path)
     assert out.stdout.split("\n")[:3] == ["script started", "limit timeout", "replaced trafilatura"]
     assert out.stdout.count("script started") == 1
     assert "Traceback" not in out.stderr and "leaked" not in out.stderr, out.stderr[-3000:]
@@ -331,15 +334,7 @@ task.react(main)
 
 def test_an_item_text_field_over_the_time_limit_is_kept_unchecked(tmp_path: Path) -> None:
     """NearDupPipeline signs an item's text field in a worker, under the same limits."""
-    out = subprocess.run(
-        [sys.executable, "-c", PIPELINE_SCRIPT],
-        capture_output=True,
-        text=True,
-        timeout=150,
-        cwd=tmp_path,
-        env=ENV,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = run_python(["-c", PIPELINE_SCRIPT], tmp_path)
     assert out.stdout.split() == ["http://a/short", "http://a/long", "1", "1"]
     assert (
         "scrapy-neardup: the text field of http://a/long went over NEARDUP_PAGE_TIMEOUT (1 s)"
@@ -446,15 +441,7 @@ def test_items_and_links_go_on_while_the_page_is_read(tmp_path: Path) -> None:
     output (a CrawlSpider's links) on at once; the pipeline waits for the text. A copy of
     the page that arrives while it is read waits for the same reading (one extraction, one
     cache hit) and is dropped."""
-    out = subprocess.run(
-        [sys.executable, "-c", HANDOVER_SCRIPT],
-        capture_output=True,
-        text=True,
-        timeout=150,
-        cwd=tmp_path,
-        env=ENV,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = run_python(["-c", HANDOVER_SCRIPT], tmp_path)
     assert out.stdout.splitlines() == [
         "passed on 4 reading 1",
         "copy DropItem",
