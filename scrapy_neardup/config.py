@@ -236,7 +236,10 @@ _BACKEND_PARAMS_ALLOWED = "a dict of backend options, or a JSON object like '{\"
 
 def _read(settings: BaseSettings, spec: Setting) -> Any:
     """One setting, parsed and checked as its row of the table says."""
-    name, value = spec.name, spec.default_value()
+    name = spec.name
+    # A computed default (the free cores: 0.1 s of /proc/stat) only when it is needed.
+    given = spec.computed and settings.get(name) is not None
+    value = None if given else spec.default_value()
     if spec.kind == "field":
         return _field_name(settings, name, value)
     if spec.kind == "strip_params":

@@ -390,3 +390,14 @@ def test_busy_cores_counts_a_process_that_spins_now() -> None:
         spinner.kill()
         spinner.wait()
     assert busy is not None and 0.7 <= busy <= len(cpus)
+
+
+def test_a_given_worker_count_measures_nothing(monkeypatch) -> None:
+    """The free cores are measured (0.1 s) only when NEARDUP_WORKERS is unset."""
+
+    def measured(cpus: set[int]) -> float:
+        raise AssertionError("measured although NEARDUP_WORKERS was given")
+
+    monkeypatch.setattr(settings_table, "_busy_measured", None)
+    monkeypatch.setattr(settings_table, "busy_cores", measured)
+    assert NearDupConfig.from_settings({"NEARDUP_WORKERS": 3}).workers == 3
