@@ -136,13 +136,16 @@ def fill(
     out, done = [], 0
     for size in sizes:
         while done < size:
-            backend, phrases = signed[done % len(signed)]
+            backend, phrases, extra = signed[done % len(signed)]
             phrases = replace(phrases, bits=phrases.bits.copy(), sequence=None, lines=None)
             fingerprints = rng.integers(0, 2**63, counts[done % len(signed)], dtype=np.int64)
             index.add(
                 f"https://site{done % 997}.example/news/{done:09d}",
                 Stored(
-                    redraw(name, backend, rng), phrases, np.unique(fingerprints.astype(np.uint64))
+                    redraw(name, backend, rng),
+                    phrases,
+                    extra,
+                    np.unique(fingerprints.astype(np.uint64)),
                 ),
             )
             done += 1
