@@ -240,12 +240,6 @@ def run(quick: bool = False, copies: int | None = None) -> dict:
         f"the crawler process's own CPU: {on['crawler_cpu_s'] / on['pages'] * 1000:.1f} ms a "
         f"page (plugin off: {off['crawler_cpu_s'] / off['pages'] * 1000:.1f})"
     )
-    stats = on["neardup"]
-    print(
-        f"would-be drops read again in full: {stats.get('neardup/extract/reread', 0)}; spared "
-        f"by their page lines: {stats.get('neardup/extract/reread_spared', 0)}; pages read in "
-        f"full from the start: {stats.get('neardup/extract/in_full', 0)}"
-    )
     stall = on["max_stall_ms"]
     met = "met" if stall <= 100 else "NOT met"
     print(f"longest reactor stall with plugin = {stall} ms (target <= 100: {met})")

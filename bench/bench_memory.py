@@ -136,8 +136,9 @@ def fill(
     out, done = [], 0
     for size in sizes:
         while done < size:
-            backend, phrases, extra = signed[done % len(signed)]
+            backend, phrases, extra, spots = signed[done % len(signed)]
             phrases = replace(phrases, bits=phrases.bits.copy(), sequence=None, lines=None)
+            spots = None if spots is None else replace(spots, sequence=None)
             fingerprints = rng.integers(0, 2**63, counts[done % len(signed)], dtype=np.int64)
             index.add(
                 f"https://site{done % 997}.example/news/{done:09d}",
@@ -146,6 +147,7 @@ def fill(
                     phrases,
                     extra,
                     np.unique(fingerprints.astype(np.uint64)),
+                    spots,
                 ),
             )
             done += 1

@@ -13,7 +13,7 @@ Both filters see the same pre-built ``scrapy.Request`` objects, in the same run:
 * default: ``RFPDupeFilter.from_crawler(get_crawler()).request_seen(request)``;
 * ours: ``ScalableBloomFilter(N, 0.001).add(url_fingerprint(canonical_url(request.url)))``;
 * ours as configured by default (``NEARDUP_URL_CONFIRM``): the same, with every Bloom positive
-  confirmed against the on-disk ``FingerprintStore`` (SQLite) before it counts as seen;
+  confirmed against the URL keys of the state database (SQLite) before it counts as seen;
 * ours as the scheduler calls it: ``NearDupDupeFilter.from_crawler(get_crawler())``'s
   ``request_seen(request)`` on default settings (request key from the crawler's fingerprinter,
   Bloom filter, confirm store, the request's meta marked as checked).
@@ -54,7 +54,7 @@ from scrapy_neardup.dupefilter import NearDupDupeFilter  # noqa: E402
 from scrapy_neardup.exceptions import InvalidURL  # noqa: E402
 from scrapy_neardup.middlewares import FrontierMiddleware  # noqa: E402
 from scrapy_neardup.storage.bloom import ScalableBloomFilter  # noqa: E402
-from scrapy_neardup.storage.fingerprints import FingerprintStore  # noqa: E402
+from scrapy_neardup.storage.statedb import STATE_FILE, StateDB  # noqa: E402
 from scrapy_neardup.urls import canonical_url, url_fingerprint  # noqa: E402
 
 WORDS = (
@@ -133,7 +133,9 @@ def time_filters(requests: list[Request], n: int, store_dir: str) -> tuple[dict,
     filter gets its own copies of the requests (both filters write into ``request.meta``, and
     Scrapy's fingerprinter caches its answer per request object).
     """
-    store = FingerprintStore(Path(store_dir, "urls.sqlite"))
+    store = StateDB(Path(store_dir, STATE_FILE))
+    store.open({})
+    store.start_writing()
     bloom = ScalableBloomFilter(capacity=n, error_rate=0.001)
     confirmed_bloom = ScalableBloomFilter(capacity=n, error_rate=0.001)
     seen = bytearray()  # our answer per request: 0 new, 1 seen, 2 invalid URL
@@ -178,11 +180,11 @@ def time_filters(requests: list[Request], n: int, store_dir: str) -> tuple[dict,
             except InvalidURL:
                 continue
             if confirmed_bloom.add(fingerprint):
-                if fingerprint in store:
+                if store.has_key(fingerprint):
                     filtered["confirm"] = filtered.get("confirm", 0) + 1
                     continue
                 filtered["false_pos"] = filtered.get("false_pos", 0) + 1
-            store.add(fingerprint)
+            store.add_key(fingerprint)
 
     def dupefilter_block(name: str, dupefilter: Any) -> Callable[[list[Request]], None]:
         def run(block: list[Request]) -> None:
@@ -236,7 +238,7 @@ def time_filters(requests: list[Request], n: int, store_dir: str) -> tuple[dict,
     rows["confirm"].update(
         stored=len(confirmed_bloom),
         bytes=confirmed_bloom.size_in_bytes,
-        disk_bytes=sum(f.stat().st_size for f in Path(store_dir).glob("urls.sqlite*")),
+        disk_bytes=sum(f.stat().st_size for f in Path(store_dir).glob(f"{STATE_FILE}*")),
         confirmed_fp=filtered.get("false_pos", 0),
     )
     for name in ("ours", "ours_jobdir_no_frontier", "ours_jobdir"):
@@ -286,7 +288,7 @@ LABELS = {
     "bloom": "  + xxh3 + Bloom (0.001)",
     "confirm": "  + confirm store (SQLite)",
     "ours": "NearDupDupeFilter (scheduler API)",
-    "ours_jobdir_no_frontier": "  + JOBDIR journals, no frontier",
+    "ours_jobdir_no_frontier": "  + JOBDIR state, no frontier",
     "ours_jobdir": "NearDupDupeFilter, JOBDIR (add-on)",
 }
 
@@ -338,8 +340,8 @@ def run(n: int = 1_000_000) -> dict[str, Any]:
         " Where the time goes (us/request): canonical form"
         f" {us['canonical']:.1f}, Bloom {us['bloom'] - us['canonical']:.1f},"
         f" confirm store {us['confirm'] - us['bloom']:.1f}, the rest of"
-        f" request_seen {us['ours'] - us['confirm']:.1f}, JOBDIR journals"
-        f" {us['ours_jobdir_no_frontier'] - us['ours']:.1f}, frontier journal"
+        f" request_seen {us['ours'] - us['confirm']:.1f}, JOBDIR state"
+        f" {us['ours_jobdir_no_frontier'] - us['ours']:.1f}, frontier"
         f" {us['ours_jobdir'] - us['ours_jobdir_no_frontier']:.1f}."
     )
     print(

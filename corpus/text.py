@@ -70,6 +70,17 @@ class Corpus:
         return sorted({v.transform for v in self.variants})
 
 
+def letter_word(n: int, prefix: str = "w") -> str:
+    """A made-up word of letters only for ``n`` (a word with a digit would be a name or a
+    number to the plugin's lossless rule, which never drops a page for another page's)."""
+    letters = ""
+    n += 26 * 26  # at least three letters
+    while n:
+        n, r = divmod(n, 26)
+        letters += chr(ord("a") + r)
+    return f"{prefix}{letters}x"
+
+
 # -- transformations --------------------------------------------------------------------------
 
 

@@ -10,9 +10,15 @@ it with a spider that knows nothing of the plugin (it yields ``{"url", "title"}`
 enabled by ``ADDONS`` alone. Concurrency makes the crawl order vary a little from run to run.
 
 Printed per language: items kept and dropped; **false drops** (an item
-dropped as a duplicate of another article: lost data); **lost articles** (an article none of
-whose documents was kept); and how many of the documents that the targets call duplicates
-(every kind up to 5 % reprints) were dropped, with the 10 % and 20 % reprints apart. Which
+dropped as a duplicate of another article: lost data); **lossy** drops (the line reading of
+``evaluation/line_reading.py``, none of the plugin's code, finds a line, heading word,
+identifier or number of the dropped page missing from the page it was dropped for); **lost
+articles** (an article none of whose documents was kept); how many of the documents that the
+targets call duplicates (every kind up to 5 % reprints) were dropped, and how many of those
+**that lose nothing** (by the line reading, against a document of their article kept before
+them), with the 10 % and 20 % reprints apart. The targets include copies with text of their
+own (an editor's lead, another article's paragraphs, edited short lines), which the default
+decision keeps, recorded as near. Which
 document of an article comes first depends on the order, and a later document
 that carries more than the kept one (another article's paragraphs added, a lead and ads) is
 kept beside it: **missed** counts only the target documents kept although their ground truth
@@ -46,6 +52,7 @@ from corpus.html import (  # noqa: E402
 )
 from corpus.sources import have_data  # noqa: E402
 from evaluation import scoring  # noqa: E402
+from evaluation.line_reading import Reading, losses, read  # noqa: E402
 
 # The documents the targets call duplicates (every kind up to 5 % reprints), and the originals.
 TARGET_KINDS = {"original", *scoring.TARGET_KINDS}
@@ -64,7 +71,7 @@ class PlainSpider(scrapy.Spider):
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.kept, spider.dropped = [], []
+        spider.kept, spider.dropped, spider.order = [], [], []
         crawler.signals.connect(spider.on_kept, signal=signals.item_scraped)
         crawler.signals.connect(spider.on_dropped, signal=signals.item_dropped)
         crawler.signals.connect(spider.on_closed, signal=signals.spider_closed)
@@ -80,14 +87,16 @@ class PlainSpider(scrapy.Spider):
 
     def on_kept(self, item, **kwargs):
         self.kept.append(item["url"])
+        self.order.append(item["url"])
 
     def on_dropped(self, item, exception, **kwargs):
         self.dropped.append([item["url"], str(exception)])
+        self.order.append(item["url"])
 
     def on_closed(self, spider, **kwargs):
         stats = self.crawler.stats.get_stats()
         with open(OUT, "w") as out:
-            json.dump({"kept": self.kept, "dropped": self.dropped,
+            json.dump({"kept": self.kept, "dropped": self.dropped, "order": self.order,
                        "finish_reason": stats.get("finish_reason")}, out)
 """
 
@@ -147,12 +156,23 @@ def evaluate(lang: str, seed: int) -> dict:
     def art(d: Doc) -> int:
         return article[d.family]
 
-    false_drops = []
+    readings: dict[int, Reading] = {}
+
+    def reading(url: str) -> Reading:
+        i = int(url.rsplit("/", 1)[1])
+        if i not in readings:
+            readings[i] = read(html[i])
+        return readings[i]
+
+    false_drops, lossy = [], []
     for url, reason in result["dropped"]:
         original = reason.split("near-duplicate of ", 1)[1].split(" (", 1)[0]
         if art(doc(url)) != art(doc(original)):
             similarity = reason.rsplit("similarity ", 1)[1].rstrip(")")
             false_drops.append((doc(url).id, doc(original).id, similarity))
+        if losses(reading(url), reading(original)).lossy:
+            lossy.append((doc(url).id, doc(original).id))
+    lossless, caught = lossless_copies(result, doc, art, reading)
     kept = [doc(u) for u in result["kept"]]
     articles = set(article)
     lost = articles - {art(d) for d in kept}
@@ -168,6 +188,9 @@ def evaluate(lang: str, seed: int) -> dict:
         "kept": len(kept),
         "dropped": len(result["dropped"]),
         "false_drops": false_drops,
+        "lossy_drops": lossy,
+        "lossless_copies": lossless,
+        "lossless_copies_dropped": caught,
         "lost_articles": len(lost),
         "target_duplicates": target_dups,
         "target_caught": (target_dups - missed) / target_dups if target_dups else 1.0,
@@ -176,6 +199,31 @@ def evaluate(lang: str, seed: int) -> dict:
         "reprint_10_20": sum(1 for d in docs if d.kind in ("reprint:10%", "reprint:20%")),
     }
     return found
+
+
+def lossless_copies(
+    result: dict, doc: Callable[[str], Doc], art: Callable[[Doc], int], reading: Callable
+) -> tuple[int, int]:
+    """(copies that lose nothing, those dropped): the target documents that, when the crawl
+    met them, lost nothing by the line reading (``evaluation/line_reading.py``, none of the
+    plugin's code) against a document of their article the crawl kept before them; what the
+    default decision may drop. The crawl order is the order of the items it decided."""
+    met = [(url, False) for url in result["kept"]] + [(u, True) for u, _ in result["dropped"]]
+    position = {url: n for n, url in enumerate(result["order"])}
+    met.sort(key=lambda pair: position[pair[0]])
+    kept_before: dict[int, list[str]] = {}
+    lossless = caught = 0
+    for url, dropped in met:
+        d = doc(url)
+        earlier = kept_before.get(art(d), [])
+        if d.kind in TARGET_KINDS and any(
+            not losses(reading(url), reading(k)).lossy for k in earlier
+        ):
+            lossless += 1
+            caught += dropped
+        if not dropped:
+            kept_before.setdefault(art(d), []).append(url)
+    return lossless, caught
 
 
 def already_held(kept: list[Doc], art: Callable[[Doc], int]) -> int:
@@ -207,20 +255,25 @@ def main(argv: list[str] | None = None) -> int:
         print("evaluate_crawl: ../shared/data not found; skipped (it needs real pages)")
         return 0
     print(
-        f"{'':<4}{'docs':>6}{'kept':>6}{'dropped':>9}{'false drops':>13}"
-        f"{'lost':>6}{'dups caught (<=5%)':>20}{'missed, held':>14}{'10/20% reprints kept':>22}"
+        f"{'':<4}{'docs':>6}{'kept':>6}{'dropped':>9}{'false drops':>13}{'lossy':>7}"
+        f"{'lost':>6}{'dups caught (<=5%)':>20}{'lossless caught':>20}{'missed, held':>14}"
+        f"{'10/20% reprints kept':>22}"
     )
     for lang in langs:
         r = evaluate(lang, args.seed)
+        lossless = r["lossless_copies_dropped"] / max(r["lossless_copies"], 1)
         print(
             f"{lang:<4}{r['documents']:>6}{r['kept']:>6}{r['dropped']:>9}"
-            f"{len(r['false_drops']):>13}{r['lost_articles']:>6}"
+            f"{len(r['false_drops']):>13}{len(r['lossy_drops']):>7}{r['lost_articles']:>6}"
             f"{r['target_caught']:>13.3f} of {r['target_duplicates']:<4}"
+            f"{lossless:>13.3f} of {r['lossless_copies']:<4}"
             f"{r['target_missed_held']:>14}"
             f"{r['reprint_10_20_kept']:>14} of {r['reprint_10_20']}"
         )
         for dropped, original, similarity in r["false_drops"][:5]:
             print(f"      false drop: {dropped} as a duplicate of {original} ({similarity})")
+        for dropped, original in r["lossy_drops"][:5]:
+            print(f"      lossy drop: {dropped} for {original}")
     return 0
 
 

@@ -25,6 +25,7 @@ if str(ROOT) not in sys.path:
 from corpus.html import PARTIAL_KINDS, build_corpus  # noqa: E402
 from evaluation.evaluate import SUMMARY_HEADERS, summary_row, table  # noqa: E402
 from evaluation.scoring import Config, Scorer, plain_datasketch  # noqa: E402
+from scrapy_neardup.backends.containment import candidate_params  # noqa: E402
 from scrapy_neardup.text import ShingleSpec  # noqa: E402
 
 THRESHOLDS = {
@@ -104,14 +105,27 @@ def main(argv: list[str] | None = None) -> int:
     headers = ["rule", "P", "full-con", "partial", "r5%", "r10%", "r20%", "FP site/topic/other"]
     print(table(headers, rows, f"{args.lang}: exact word-shingle Jaccard of every pair"))
     if args.engine:
+        similar = {"decision": "similar"}
+        shingles_only = {**similar, "similar_spots": False}
         configs = [
             Config.of("minhash", label="minhash (default, contained)"),
             Config.of(
                 "minhash",
                 label="minhash similar (default)",
-                verify={"decision": "similar"},
-                threshold=0.3,
-                shingles="word:2",
+                verify=similar,
+                **candidate_params("minhash", "similar"),
+            ),
+            Config.of(
+                "minhash",
+                label="minhash similar, shingles only",
+                verify=shingles_only,
+                **candidate_params("minhash", "similar", similar_spots=False),
+            ),
+            Config.of(
+                "spotsigs",
+                label="spotsigs similar (default)",
+                verify=similar,
+                **candidate_params("spotsigs", "similar"),
             ),
         ]
         print(

@@ -1,7 +1,7 @@
 """Real documentation sites and partly translated books, crawled as a user would.
 
     python evaluation/evaluate_sites.py [--backends minhash,simhash,spotsigs] [--sites git,...]
-                                        [--max-pages 700] [--cache DIR] [--out DIR]
+                                        [--max-pages 700] [--cache DIR] [--out DIR] [--rescore]
 
 The news-style corpus of ``evaluate_crawl.py`` is made of copies we generated; this runs the
 plugin on sites nobody here wrote, where nothing is a copy except what the site itself repeats
@@ -9,7 +9,9 @@ plugin on sites nobody here wrote, where nothing is a copy except what the site 
 same day, reference pages built on one template). Debian ships such sites as packages:
 ``apt-get download`` and ``dpkg-deb -x`` (no install; ``apt-get update`` first when the package
 lists are missing) give their real HTML, cached in ``~/.cache/scrapy-neardup/sites/`` and
-reused. A missing package skips its site with the reason printed.
+reused. A site whose package is missing is not evaluated: the run names it and exits 1, as it
+does for a crawl that did not finish, a drop it could not score or, with ``--rescore``, a
+(site, backend) with no saved crawl.
 
 Each site's pages (at most ``--max-pages``, chosen breadth-first from its entry pages over its
 own links, so a cap keeps whole sections and every language of a book gets an equal share) are
@@ -28,13 +30,19 @@ decision and the audit page do, exactly
 CJK). The *containment* of a dropped page in the page it was dropped for is the share of its
 word 3-shingles within its lines found in that page (see :class:`Texts`); below
 :data:`LOSSY_BELOW` (0.8) a drop is **lossy**: the crawl lost text that nothing it kept holds.
-``--rescore`` scores the saved crawls again without crawling.
 
-The default cap, 700 pages per site, gives 2,410 pages over the seven sites, and all eight
-backends take about 8 minutes on 2 cores (7-23 s per crawl of a 700-page site). A cap of 400
-hid two of the worst cases, which lie beyond the first 400 pages: Django's release notes (32 of
-``minhash``'s 141 lossy drops, ``evaluation/ACCURACY.md``) and PostgreSQL's
-information-schema and SPI pages (15).
+Every drop is also read by :mod:`evaluation.line_reading`, which shares no code with the
+plugin: a drop is lossy there when the dropped page has a line of 6 words or more with less
+than half of its word 3-shingles in the kept page, or a heading token, an identifier or a
+number that the kept page lacks. Each such drop is printed under its crawl's row with what it
+lost, and saved in ``results.json`` (``line_losses``). ``--rescore`` scores the saved crawls
+again without crawling; ``results.json`` keeps the latest crawl of every (site, backend).
+
+The default cap, 700 pages per site, gives 5,272 pages over the thirteen sites; each backend
+takes about 8 minutes on 2 cores shared with other jobs (crawl and scoring). A cap of 400 hid
+two of the worst cases, which lie beyond the first 400 pages: Django's release notes (32 of
+``minhash``'s 141 lossy drops by the estimate rule, ``evaluation/ACCURACY.md``) and
+PostgreSQL's information-schema and SPI pages (15).
 """
 
 from __future__ import annotations
@@ -51,7 +59,7 @@ import sys
 import time
 from collections import Counter, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -63,7 +71,16 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import run_spider, serve_pages  # noqa: E402
-from scrapy_neardup.backends.containment import LOSSY_BELOW, text_coverage  # noqa: E402
+from evaluation.line_reading import (  # noqa: E402
+    Loss,
+    Reading,
+    body_text,
+    losses,
+    main_text,
+    recall_text,
+    title_and_headings,
+)
+from scrapy_neardup.backends.containment import text_coverage  # noqa: E402
 from scrapy_neardup.extraction import extract_main_text  # noqa: E402
 from scrapy_neardup.text import Document  # noqa: E402
 
@@ -83,6 +100,8 @@ ALL_BACKENDS = [
 #: drop is still verified.
 LSHBLOOM = "minhash+lshbloom"
 DEFAULT_CACHE = Path.home() / ".cache" / "scrapy-neardup" / "sites"
+#: A drop with less of its word 3-shingles (within lines) in its original lost text.
+LOSSY_BELOW = 0.8
 # Containment bins of the drop distribution (lower bounds).
 BINS = (0.0, 0.2, 0.5, 0.8, 0.95, 1.0)
 
@@ -115,6 +134,8 @@ def sites() -> list[Site]:
     ref = ("en", "de", "fr", "it", "es", "pt", "zh-cn")
     guide = ("", "de", "fr", "it", "es")
     book = ("en-US", "de-DE", "nl-NL", "zh-CN")
+    devref = ("", "de", "fr", "it", "ja", "ru")
+    install = ("en", "de", "fr", "it", "ja", "ru", "sv", "zh_CN")
     return [
         Site("postgresql", (pg,), f"usr/share/doc/{pg}/html", ("index.html",)),
         Site("git", ("git-doc",), "usr/share/doc/git-doc", ("index.html",)),
@@ -155,6 +176,41 @@ def sites() -> list[Site]:
             "usr/share/doc/sqlite3",
             ("index.html",),
             "C API reference pages of one template, release notes, syntax diagrams",
+        ),
+        Site(
+            "cmake",
+            ("cmake-doc",),
+            "usr/share/doc/cmake-data/html",
+            ("index.html",),
+            "Sphinx reference: policy, property, variable and command pages of a few templates",
+        ),
+        Site(
+            "gtk3",
+            ("libgtk-3-doc",),
+            "usr/share/gtk-doc/html/gtk3",
+            ("index.html",),
+            "gtk-doc API reference: a page per widget class, one template",
+        ),
+        Site(
+            "glib",
+            ("libglib2.0-doc",),
+            "usr/share/gtk-doc/html",
+            ("glib/index.html", "gio/index.html", "gobject/index.html"),
+            "gtk-doc API references of GLib, GIO and GObject: a page per type or topic",
+        ),
+        Site(
+            "developers-reference",
+            tuple("-".join(("developers-reference", lang)).rstrip("-") for lang in devref),
+            "usr/share/developers-reference",
+            tuple(f"{lang}/index.html" if lang else "index.html" for lang in devref),
+            "6 languages (Sphinx, po4a): it, ja and ru keep most paragraphs in English",
+        ),
+        Site(
+            "installation-guide",
+            ("installation-guide-amd64",),
+            "usr/share/doc/installation-guide-amd64",
+            tuple(f"{lang}/index.html" for lang in install),
+            "8 of its 19 languages (DocBook); ja, zh_CN, ru, sv keep 20-40 % of lines in English",
         ),
     ]
 
@@ -359,25 +415,6 @@ def contained(page: str, original: str) -> float:
     return 1.0 if found is None else found.shingles
 
 
-def main_text(html: bytes) -> str:
-    """trafilatura's main text, as a user would call it; the body's text when it finds none."""
-    import trafilatura
-
-    return trafilatura.extract(html, favor_precision=False) or body_text(html)
-
-
-def body_text(html: bytes) -> str:
-    """All the visible text of the page, navigation and sidebars included."""
-    try:
-        doc = lxml.html.fromstring(html)
-    except (ValueError, lxml.etree.ParserError):
-        return ""
-    for junk in doc.xpath("//script|//style|//noscript|//template"):
-        junk.drop_tree()
-    body = doc.find("body")
-    return " ".join(" ".join((body if body is not None else doc).itertext()).split())
-
-
 class Texts:
     """Texts of a site's pages, extracted on demand; main texts are cached on disk by content
     hash.
@@ -400,6 +437,15 @@ class Texts:
         if key not in self.cache:
             self.cache[key] = main_text(html)
         return f"{self.cache[key]}\n{body_text(html)}" if whole else self.cache[key]
+
+    def reading(self, path: str) -> Reading:
+        """The page as the line reading reads it (:func:`evaluation.line_reading.read`)."""
+        html = (self.root / path).read_bytes()
+        key = "recall:" + hashlib.sha1(html).hexdigest()
+        if key not in self.cache:
+            self.cache[key] = recall_text(html)
+        title, headings = title_and_headings(html)
+        return Reading(self.text(path), self.cache[key], title, headings, body_text(html))
 
     def rich(self, path: str) -> str:
         """The page's fullest main-text reading: trafilatura's default and its fast one
@@ -424,13 +470,19 @@ class Score:
     lossy: int = 0
     copies: int = 0  # pages whose main text an earlier page of the crawl holds (COPY_AT)
     copies_dropped: int = 0
+    lossless_copies: int = 0  # those copies that the line reading finds lose nothing
+    lossless_copies_dropped: int = 0
     unscored: int = 0  # drops whose reason names no original
     bins: list[int] = field(default_factory=lambda: [0] * (len(BINS) - 1))
     worst: list[tuple[float, str, str, str, float]] = field(default_factory=list)
+    # drops that lose a line, heading token, identifier or number by the line reading:
+    # (page, original, method, similarity, containment, what it lost)
+    line_losses: list[tuple[str, str, str, float, float, Loss]] = field(default_factory=list)
 
 
 def score(crawled: dict, texts: Texts) -> Score:
-    """Containment of every dropped page in its original, and the lossy drops among them."""
+    """Containment of every dropped page in its original, the lossy drops among them, and
+    what each drop loses by the line reading (:mod:`evaluation.line_reading`)."""
     s = Score(pages=len(crawled["kept"]) + len(crawled["drops"]), dropped=len(crawled["drops"]))
     for page, original, method, similarity in crawled["drops"]:
         if not original:
@@ -441,10 +493,17 @@ def score(crawled: dict, texts: Texts) -> Score:
         if c < LOSSY_BELOW:
             s.lossy += 1
         s.worst.append((round(c, 3), page, original, method, similarity))
+        loss = losses(texts.reading(page), texts.reading(original))
+        if loss.lossy:
+            s.line_losses.append((page, original, method, similarity, round(c, 3), loss))
     s.worst = sorted(s.worst)[:3]
-    copies = copies_in_order(crawled.get("order", []), texts)
+    held_by = copies_in_order(crawled.get("order", []), texts)
+    copies = set(held_by)
+    read = texts.reading
+    lossless = {c for c, h in held_by.items() if not losses(read(c), read(h)).lossy}
     dropped = {drop[0] for drop in crawled["drops"]}
     s.copies, s.copies_dropped = len(copies), len(copies & dropped)
+    s.lossless_copies, s.lossless_copies_dropped = len(lossless), len(lossless & dropped)
     return s
 
 
@@ -452,19 +511,19 @@ def score(crawled: dict, texts: Texts) -> Score:
 COPY_AT = 0.95
 
 
-def copies_in_order(order: list[str], texts: Texts) -> set[str]:
+def copies_in_order(order: list[str], texts: Texts) -> dict[str, str]:
     """The pages whose fullest main text (:meth:`Texts.rich`: a partly translated page is
     no copy, even where one reading misses its translated section) lies, at :data:`COPY_AT`
-    or more, in a page the crawl met before it (its main and visible text): what the default
-    decision should drop, in the order the crawl took. Candidates come from an exact index of word
-    3-shingles; each is confirmed with :func:`contained`."""
+    or more, in a page the crawl met before it (its main and visible text), each with that
+    page: what the default decision should drop, in the order the crawl took. Candidates come
+    from an exact index of word 3-shingles; each is confirmed with :func:`contained`."""
 
     def shingles(text: str) -> set[int]:
         words = Document(text).tokens
         return {hash(tuple(words[j : j + 3])) for j in range(max(len(words) - 2, 0))}
 
     index: dict[int, list[int]] = {}
-    copies: set[str] = set()
+    copies: dict[str, str] = {}
     order = [page for page in order if (texts.root / page).is_file()]  # not "/" itself
     for i, page in enumerate(order):
         own = shingles(texts.rich(page))
@@ -473,7 +532,7 @@ def copies_in_order(order: list[str], texts: Texts) -> set[str]:
             if n < COPY_AT * len(own) * 0.9:
                 break
             if contained(texts.rich(page), texts.text(order[k], whole=True)) >= COPY_AT:
-                copies.add(page)
+                copies[page] = order[k]
                 break
         for sh in shingles(texts.text(page, whole=True)):
             index.setdefault(sh, []).append(i)
@@ -488,24 +547,43 @@ def bin_labels() -> list[str]:
 
 
 def summary(results: list[dict]) -> str:
-    """One line per site, one column per backend: lossy drops / drops (pages)."""
+    """One line per site, one column per backend: lossy drops / drops (pages crawled), by
+    containment, then by the line reading (drops that lose anything, and of those the drops
+    that lose a line)."""
     backends = list(dict.fromkeys(r["backend"] for r in results))
     cell = {(r["site"], r["backend"]): r for r in results}
-    lines = [
-        "lossy drops / drops, per site (pages crawled) and backend",
-        f"{'site':<24}" + "".join(f"{b:>14}" for b in backends),
-    ]
-    for site in dict.fromkeys(r["site"] for r in results):
-        pages = max(r["pages"] for r in results if r["site"] == site)
-        row = f"{f'{site} ({pages})':<24}"
+    tables = (
+        ("lossy drops / drops (containment below 0.8)", ("lossy",)),
+        (
+            "lossy drops (of which lose a line) / drops, by the line reading",
+            ("line_lossy", "line_lossy_lines"),
+        ),
+    )
+    lines = []
+    for title, keys in tables:
+        lines += [
+            f"{title}, per site (pages crawled) and backend",
+            f"{'site':<27}" + "".join(f"{b:>18}" for b in backends),
+        ]
+        for site in dict.fromkeys(r["site"] for r in results):
+            pages = max(r["pages"] for r in results if r["site"] == site)
+            row = f"{f'{site} ({pages})':<27}"
+            for b in backends:
+                r = cell.get((site, b))
+                row += f"{_cell(r, keys) if r else '-':>18}"
+            lines.append(row)
+        row = ""
         for b in backends:
-            r = cell.get((site, b))
-            text = f"{r['lossy']} / {r['dropped']}" if r else "-"
-            row += f"{text:>14}"
-        lines.append(row)
-    total = [sum(r["lossy"] for r in results if r["backend"] == b) for b in backends]
-    lines.append(f"{'all lossy':<24}" + "".join(f"{n:>14}" for n in total))
-    return "\n".join(lines)
+            mine = [r for r in results if r["backend"] == b]
+            row += f"{_cell({k: sum(r[k] for r in mine) for k in (*keys, 'dropped')}, keys):>18}"
+        lines += [f"{'all':<27}{row}", ""]
+    return "\n".join(lines).rstrip()
+
+
+def _cell(record: dict, keys: tuple[str, ...]) -> str:
+    """``n / drops`` or ``n (m) / drops``: the record's counts under ``keys``, and its drops."""
+    first, *rest = (record[k] for k in keys)
+    return f"{first}" + "".join(f" ({n})" for n in rest) + f" / {record['dropped']}"
 
 
 def lshbloom_summary(results: list[dict]) -> str:
@@ -530,25 +608,28 @@ def lshbloom_summary(results: list[dict]) -> str:
 
 
 HEADER = (
-    f"{'site':<17}{'backend':<14}{'pages':>6}{'dropped':>8}{'lossy':>6}  "
+    f"{'site':<21}{'backend':<14}{'pages':>6}{'dropped':>8}{'lossy':>6}{'lines':>6}  "
     + " ".join(f"{lab:>5}" for lab in bin_labels())
     + f"{'s':>6}"
 )
 
 
 def scored(site: Site, backend: str, served: int, crawled: dict, texts: Texts, sec: float) -> dict:
-    """Score one crawl, print its row (and its worst lossy drops), return its record."""
+    """Score one crawl, print its row (``lossy``: containment below 0.8; ``lines``: drops that
+    the line reading finds lossy), its worst lossy drops and every drop the line reading finds
+    lossy, with what it lost; return its record."""
     s = score(crawled, texts)
     print(
-        f"{site.name:<17}{backend:<14}{s.pages:>6}{s.dropped:>8}{s.lossy:>6}  "
-        + " ".join(f"{n:>5}" for n in s.bins)
-        + f"{sec:>6.0f}",
+        f"{site.name:<21}{backend:<14}{s.pages:>6}{s.dropped:>8}{s.lossy:>6}"
+        f"{len(s.line_losses):>6}  " + " ".join(f"{n:>5}" for n in s.bins) + f"{sec:>6.0f}",
         flush=True,
     )
     if s.copies:
         print(
             f"    copies dropped {s.copies_dropped} / {s.copies}"
-            f" (recall {s.copies_dropped / s.copies:.3f})"
+            f" (recall {s.copies_dropped / s.copies:.3f}); those the line reading finds"
+            f" lossless: {s.lossless_copies_dropped} / {s.lossless_copies}"
+            f" ({s.lossless_copies_dropped / max(s.lossless_copies, 1):.3f})"
         )
     if s.unscored:
         print(f"    {s.unscored} drops name no original: has the DropItem message changed?")
@@ -558,6 +639,10 @@ def scored(site: Site, backend: str, served: int, crawled: dict, texts: Texts, s
     for c, page, original, method, similarity in s.worst:
         if c < LOSSY_BELOW:
             print(f"    {c:.3f}  {page}  dropped for  {original}  ({method} {similarity})")
+    for page, original, method, similarity, c, loss in s.line_losses:
+        print(f"    lossy: {page}  dropped for  {original}  ({method} {similarity}, contained {c})")
+        for lost in loss.describe():
+            print(f"        {lost}")
     return {
         "site": site.name,
         "packages": list(site.packages),
@@ -567,11 +652,20 @@ def scored(site: Site, backend: str, served: int, crawled: dict, texts: Texts, s
         "not_crawled": served - s.pages,
         "dropped": s.dropped,
         "lossy": s.lossy,
+        "line_lossy": len(s.line_losses),
+        "line_lossy_lines": sum(1 for *_, loss in s.line_losses if loss.lines),
         "copies": s.copies,
         "copies_dropped": s.copies_dropped,
+        "lossless_copies": s.lossless_copies,
+        "lossless_copies_dropped": s.lossless_copies_dropped,
         "unscored": s.unscored,
         "containment_bins": dict(zip(bin_labels(), s.bins, strict=True)),
         "worst": s.worst,
+        "line_losses": [
+            {"page": p, "original": o, "method": m, "similarity": sim, "containment": c}
+            | asdict(loss)
+            for p, o, m, sim, c, loss in s.line_losses
+        ],
         **crawled,
         "seconds": round(sec, 1),
     }
@@ -579,8 +673,16 @@ def scored(site: Site, backend: str, served: int, crawled: dict, texts: Texts, s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", default=",".join(ALL_BACKENDS))
-    parser.add_argument("--sites", default="", help="comma-separated names (default: all)")
+    parser.add_argument(
+        "--backends",
+        default="",
+        help="comma-separated (default: all eight; with --rescore, those of the saved crawls)",
+    )
+    parser.add_argument(
+        "--sites",
+        default="",
+        help="comma-separated names (default: all; with --rescore, those of the saved crawls)",
+    )
     parser.add_argument("--max-pages", type=int, default=700, help="pages per site")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument(
@@ -591,33 +693,48 @@ def main(argv: list[str] | None = None) -> int:
         "--rescore", action="store_true", help="score the crawls of --out again, no crawling"
     )
     args = parser.parse_args(argv)
-    backends = [b for b in args.backends.split(",") if b]
-    wanted = {s for s in args.sites.split(",") if s}
+    out = args.out / "results.json"
+    earlier = json.loads(out.read_text()) if out.exists() else []
+    if args.rescore and not earlier:
+        parser.error(f"--rescore: no crawls saved in {out}")
+    saved_backends = list(dict.fromkeys(r["backend"] for r in earlier))
+    backends = [b for b in args.backends.split(",") if b] or (
+        saved_backends if args.rescore else ALL_BACKENDS
+    )
+    wanted = {s for s in args.sites.split(",") if s} or (
+        {r["site"] for r in earlier} if args.rescore else set()
+    )
     unknown = [b for b in backends if b not in [*ALL_BACKENDS, LSHBLOOM]]
     if unknown:
         parser.error(f"unknown backends {unknown}; known: {[*ALL_BACKENDS, LSHBLOOM]}")
     if not shutil.which("apt-get") or not shutil.which("dpkg-deb"):
-        print("evaluate_sites: needs apt-get and dpkg-deb (a Debian-based system); skipped")
-        return 0
+        print("evaluate_sites: needs apt-get and dpkg-deb (a Debian-based system)")
+        return 1
     chosen = [s for s in sites() if not wanted or s.name in wanted]
-    out = args.out / "results.json"
-    earlier = json.loads(out.read_text()) if args.rescore else []
+    if wanted - {s.name for s in chosen}:
+        parser.error(f"unknown sites {sorted(wanted - {s.name for s in sites()})}")
     results: list[dict] = []
+    problems: list[str] = []
     for site in chosen:
         root, why = fetch(site, args.cache)
         if root is None:
-            print(f"{site.name}: skipped: {why}")
+            problems.append(f"{site.name}: not evaluated: {why}")
+            print(problems[-1])
             continue
         texts = Texts(root, args.cache / "texts" / f"{site.name}.json")
         if args.rescore:
             print(f"\n{site.name}\n{HEADER}")
-            for r in earlier:
-                if r["site"] == site.name and r["backend"] in backends:
-                    crawled = {k: r[k] for k in ("drops", "finish_reason", "stats")}
-                    crawled["order"] = r.get("order", [])
-                    crawled["kept"] = r.get("kept") or [""] * (r["pages"] - r["dropped"])
-                    served, sec = r["pages_served"], r["seconds"]
-                    results.append(scored(site, r["backend"], served, crawled, texts, sec))
+            for backend in backends:
+                saved = [r for r in earlier if (r["site"], r["backend"]) == (site.name, backend)]
+                if not saved:
+                    problems.append(f"{site.name} {backend}: no saved crawl to rescore")
+                    continue
+                r = saved[0]
+                crawled = {k: r[k] for k in ("drops", "finish_reason", "stats")}
+                crawled["order"] = r.get("order", [])
+                crawled["kept"] = r.get("kept") or [""] * (r["pages"] - r["dropped"])
+                served, sec = r["pages_served"], r["seconds"]
+                results.append(scored(site, backend, served, crawled, texts, sec))
             texts.save()
             continue
         pages = choose_pages(root, site.entries, args.max_pages)
@@ -630,11 +747,21 @@ def main(argv: list[str] | None = None) -> int:
             sec = time.perf_counter() - t0
             results.append(scored(site, backend, len(pages), crawled, texts, sec))
             texts.save()
+    for r in results:
+        if r["finish_reason"] != "finished":
+            problems.append(f"{r['site']} {r['backend']}: crawl ended {r['finish_reason']!r}")
+        if r["unscored"]:
+            problems.append(f"{r['site']} {r['backend']}: {r['unscored']} drops not scored")
     args.out.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1))
+    done = {(r["site"], r["backend"]) for r in results}
+    kept = [r for r in earlier if (r["site"], r["backend"]) not in done]
+    out.write_text(json.dumps(kept + results, indent=1))
     print(f"\n{summary(results)}\n\nresults: {out}")
     if {"minhash", LSHBLOOM} <= set(backends):
         print(f"\n{lshbloom_summary(results)}")
+    if problems:
+        print("\nINCOMPLETE:\n" + "\n".join(f"  {p}" for p in problems))
+        return 1
     return 0
 
 

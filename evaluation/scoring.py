@@ -31,15 +31,16 @@ import numpy as np
 
 from corpus.html import KINDS, PARTIAL_KINDS, Corpus
 from scrapy_neardup.backends import make_backend
-from scrapy_neardup.backends.containment import LOSSY_BELOW, SiteLines, Verified
+from scrapy_neardup.backends.containment import Verified
 from scrapy_neardup.backends.exact import ExactBackend
 from scrapy_neardup.deduplicator import Deduplicator, Index, Signed
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 
-#: The plugin's lossy line; the share is counted on the ground truth with a regex and sets,
-#: none of the plugin's code (a judge independent of what it judges).
-CONTAINED = LOSSY_BELOW
+#: A document whose ground truth has this share of its word 3-shingles in another's is held by
+#: it; counted on the ground truth with a regex and sets, none of the plugin's code (a judge
+#: independent of what it judges).
+CONTAINED = 0.8
 _GT_WORD = re.compile(r"\w+")
 
 TARGET_KINDS = ("full-layout", "full-content", *PARTIAL_KINDS, "reprint:1%", "reprint:5%")
@@ -171,6 +172,7 @@ class Scorer:
         depends = SIGNATURE_PARAMS.get(config.backend, sorted(kw))
         key = (config.backend, *((p, repr(kw.get(p))) for p in depends))
         key += (("similar_shingles", config.verify_kwargs.get("similar_shingles")),)
+        key += (("similar_spots", config.verify_kwargs.get("similar_spots")),)
         found = self._signatures.get(key)
         if found is None:
             method = Verified(make_backend(config.backend, **kw), **config.verify_kwargs)
@@ -178,21 +180,6 @@ class Scorer:
             sigs = [method.signature(self._fresh(i)) for i in range(len(self.docs))]
             found = self._signatures[key] = (sigs, time.perf_counter() - start)
         return found
-
-    def _site(self, i: int) -> str:
-        return self.corpus.site_of(self.docs[i])
-
-    def _without_boilerplate(self, config: Config, sigs: list[Any]) -> list[Any]:
-        """Each signature with its site's boilerplate lines marked, as a crawl would once it
-        has kept the site's pages: the lines of the pages that the pipeline replay of
-        :meth:`stream` keeps are counted first (pairs are not in crawl order)."""
-        lines = SiteLines()
-        for i in self._replay(config)[0]:
-            lines.count(self._site(i), sigs[i][1])
-        return [
-            None if sig is None else (sig[0], lines.mark(self._site(i), sig[1]), *sig[2:])
-            for i, sig in enumerate(sigs)
-        ]
 
     def matches(self, config: Config) -> tuple[dict[tuple[int, int], float], float, int]:
         """Matched pairs (i < j) with their similarity, seconds (sign + index), short docs."""
@@ -219,9 +206,8 @@ class Scorer:
             keys = {str(i): i for i in long_docs}
             for i in long_docs:
                 index.add(str(i), sigs[i])
-            marked = self._without_boilerplate(config, sigs)
             for i in long_docs:
-                for match in index.query(marked[i]):
+                for match in index.query(sigs[i]):
                     j = keys[match.key]
                     if j != i:
                         pairs.setdefault((min(i, j), max(i, j)), match.similarity)
@@ -256,16 +242,13 @@ class Scorer:
         kept_docs: list[int] = []
         for i in order:
             near = sigs[i] if self.tokens[i] >= config.min_tokens else None
-            signed = Signed(self.exact[i], near, self.tokens[i])
-            signed = dedup.without_boilerplate(self._site(i), signed)
-            verdict = dedup.check_signed(str(i), signed)
-            dedup.learn_boilerplate(self._site(i), signed, verdict)
+            verdict = dedup.check_signed(str(i), Signed(self.exact[i], near, self.tokens[i]))
             if verdict.is_duplicate:
                 j = int(verdict.duplicate_of)
                 false_drops += self.article[j] != self.article[i] and not self.contained(i, j, True)
             else:
                 kept[self.article[i]] += 1
-                if verdict.related_to is None:  # what learn_boilerplate counts
+                if verdict.related_to is None:
                     kept_docs.append(i)
         extra = sum(n - 1 for n in kept.values())
         return kept_docs, (false_drops, extra)

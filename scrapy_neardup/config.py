@@ -10,6 +10,7 @@ setting, the value and what is allowed. It builds nothing: backends and stores a
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
 import os
@@ -286,7 +287,7 @@ class NearDupConfig:
     related: float = field(default_factory=_table("NEARDUP_RELATED"))
     similarity: float | None = field(default_factory=_table("NEARDUP_SIMILARITY"))
     similarity_shingles: int = field(default_factory=_table("NEARDUP_SIMILARITY_SHINGLES"))
-    boilerplate_share: float = field(default_factory=_table("NEARDUP_BOILERPLATE_SHARE"))
+    similarity_spots: bool = field(default_factory=_table("NEARDUP_SIMILARITY_SPOTS"))
     min_tokens: int = field(default_factory=_table("NEARDUP_MIN_TOKENS"))
     index: str = field(default_factory=_table("NEARDUP_INDEX"))
     lshbloom_window: int = field(default_factory=_table("NEARDUP_LSHBLOOM_WINDOW"))
@@ -322,6 +323,7 @@ class NearDupConfig:
     key_prefix: str | None = field(default_factory=_table("NEARDUP_KEY_PREFIX"))
     redis_on_error: str = field(default_factory=_table("NEARDUP_REDIS_ON_ERROR"))
     redis_timeout: float = field(default_factory=_table("NEARDUP_REDIS_TIMEOUT"))
+    lease_timeout: float = field(default_factory=_table("NEARDUP_LEASE_TIMEOUT"))
     debug: bool = field(default_factory=_table("NEARDUP_DEBUG"))
 
     def backend_kwargs(self) -> dict[str, Any]:
@@ -332,7 +334,7 @@ class NearDupConfig:
         elif self.threshold is not None and "threshold" in _init_params(BACKENDS[self.backend]):
             params.setdefault("threshold", self.threshold)
         for name, value in candidate_params(
-            self.backend, self.decision, self.similarity_shingles
+            self.backend, self.decision, self.similarity_shingles, self.similarity_spots
         ).items():
             params.setdefault(name, value)
         return params
@@ -345,7 +347,7 @@ class NearDupConfig:
             "contained_shingles": self.contained_shingles,
             "related": self.related,
             "similar_shingles": self.similarity_shingles,
-            "boilerplate_share": self.boilerplate_share,
+            "similar_spots": self.similarity_spots,
         }
         if self.similarity is not None:
             params["similarity"] = self.similarity
@@ -386,6 +388,18 @@ class NearDupConfig:
                     "'buckets' with NEARDUP_STORAGE='redis' (LSHBloom is a memory index)",
                 )
         return config
+
+
+def unknown_settings(settings: SettingsLike) -> list[tuple[str, str | None]]:
+    """The ``NEARDUP_*`` settings that are not this package's, each with the closest known
+    name (None when none is close): a misspelt setting is otherwise silently ignored."""
+    known = {name.removeprefix("NEARDUP_"): name for name in SETTINGS}
+    found = []
+    for name in as_settings(settings):
+        if isinstance(name, str) and name.startswith("NEARDUP_") and name not in SETTINGS:
+            close = difflib.get_close_matches(name.removeprefix("NEARDUP_"), known, n=1)
+            found.append((name, known[close[0]] if close else None))
+    return sorted(found)
 
 
 def state_dir_from(settings: SettingsLike) -> Path | None:

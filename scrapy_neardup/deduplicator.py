@@ -3,40 +3,28 @@
 Promises: exact hash first, then the configured backend; every candidate is verified exactly
 (:mod:`scrapy_neardup.backends.containment`), so no estimate drops a document. Every kept
 document heads a cluster, every duplicate joins the cluster of the earlier document that
-holds it; only heads are indexed. A saved state (:mod:`scrapy_neardup.state_format`) loads
-only into a deduplicator configured as it was. It knows nothing of Scrapy, and of storage
+holds it; only heads are indexed. A saved state resumes only in a deduplicator configured as
+it was (:meth:`Deduplicator.check_saved`). It knows nothing of Scrapy, and of storage
 only the store factory it is given. Rationale: ``docs/design.md#engine``.
 """
 
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Protocol
+from typing import Any, Protocol
 
 from scrapy_neardup.backends import DEFAULT_BACKEND, Backend, Match, make_backend
 from scrapy_neardup.backends.base import BucketStore, Verifier
 from scrapy_neardup.backends.containment import (
-    BOILERPLATE_SHARE,
-    SiteLines,
     Verified,
     candidate_params,
-    coverage,
-    holds,
 )
 from scrapy_neardup.backends.exact import ExactBackend
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.settings import DECISION_SETTINGS, default
-from scrapy_neardup.state_format import (
-    Member,
-    iter_state,
-    write_header,
-    write_members,
-    write_signatures,
-)
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 
@@ -63,12 +51,12 @@ class Index:
         self,
         signature: Any,
         related: list[Match],
-        found: dict[str, float],
+        found: dict[str, tuple[float, float]],
         near: list[Match] | None = None,
     ) -> Callable[[str, Any], float | None]:
         """The store's verifier: the similarity of a copy, else None; related candidates are
         put in ``related``, near ones (the decision not configured would drop them) in
-        ``near``, and each copy's containment in ``found`` on the way."""
+        ``near``, and each copy's (containment, rank) in ``found`` on the way."""
         if self._check is None:
             similarity = self.method.similarity
             return lambda key, other: similarity(signature, other)
@@ -85,7 +73,7 @@ class Index:
                 if near is not None and result.near:
                     near.append(Match(key, result.measure, name, result.coverage))
                 return None
-            found[key] = result.coverage
+            found[key] = (result.coverage, result.rank)
             return result.similarity
 
         return verify
@@ -100,7 +88,7 @@ class Index:
         """(copies, related) of ``signature`` among earlier documents; with ``add``, it is
         added as ``key`` when it copies none of them. Near ones go to ``near`` if given."""
         related: list[Match] = []
-        contained: dict[str, float] = {}
+        contained: dict[str, tuple[float, float]] = {}
         verify = self._verifier(signature, related, contained, near)
         buckets = self.method.bucket_keys(signature)
         first, verify = self._excerpts_first(signature, verify)
@@ -114,7 +102,7 @@ class Index:
             found = self.store.query(signature, buckets, verify, **self._probe(signature))
         found = first + found
         name = self.method.name
-        return [Match(k, sim, name, contained.get(k, 1.0)) for k, sim in found], related
+        return [Match(k, sim, name, *contained.get(k, (1.0, 0.0))) for k, sim in found], related
 
     def _excerpts_first(self, signature: Any, verify: Verifier) -> tuple[list, Verifier]:
         """A store told to ``probe`` the least filled buckets only (SpotSigs) may leave out
@@ -156,6 +144,19 @@ class Index:
 
 
 @dataclass(frozen=True)
+class Member:
+    """A duplicate and the cluster head it joined; or, in ``Deduplicator.related``, a kept
+    document (``key``) and the earlier kept one (``head``) it holds and adds to.
+
+    ``method`` is the name of the backend that matched."""
+
+    key: str
+    head: str
+    method: str
+    similarity: float
+
+
+@dataclass(frozen=True)
 class Verdict:
     """What the engine decided about one document."""
 
@@ -169,8 +170,6 @@ class Verdict:
     containment: float = 0.0
     #: A kept document that this one holds, and substantially more (kept, recorded beside it).
     related_to: str | None = None
-    #: Kept, matched exactly only: nearly all its words are lines its site repeats.
-    boilerplate: bool = False
     #: A kept document that the decision not configured would have dropped this one for
     #: (kept, recorded beside it); ``similarity`` is then that rule's measure.
     near_to: str | None = None
@@ -187,12 +186,10 @@ class Signed:
     exact: Any
     near: Any
     tokens: int
-    #: Nearly all boilerplate of its site (``near`` is then None: exact matching only).
-    boilerplate: bool = False
 
 
 class Recorder(Protocol):
-    """Told of every decision, e.g. to journal it (see :mod:`scrapy_neardup.storage.journal`)."""
+    """Told of every decision, e.g. to record it (see :mod:`scrapy_neardup.state.files`)."""
 
     def head(self, key: str, signed: Signed) -> None: ...
 
@@ -204,9 +201,10 @@ class Recorder(Protocol):
 
 
 def best_match(matches: Iterable[Match]) -> Match:
-    """The one holding most of the document, then the most similar; among equals the first
+    """The closest by the decision's rank (the similar rule's measure; 0 under "contained"),
+    then the one holding most of the document, then the most similar; among equals the first
     found (the earlier document)."""
-    return max(matches, key=lambda m: (m.containment, m.similarity))
+    return max(matches, key=lambda m: (m.rank, m.containment, m.similarity))
 
 
 #: A store for an index: its name ("exact" or the backend's) and the codec of its signatures
@@ -225,13 +223,12 @@ class Deduplicator:
     ``short``): SimHash and MinHash estimates are unreliable on a handful of words. The
     backend's candidates are verified (:class:`~scrapy_neardup.backends.containment.Verified`):
     ``decision`` says which rule drops, ``"contained"`` (``contained_words``,
-    ``contained_shingles``) or ``"similar"`` (``similarity``, ``similar_shingles``; with a
+    ``contained_shingles``) or ``"similar"`` (``similarity``, ``similar_shingles``,
+    ``similar_spots``; with a
     backend named by a string, its candidate threshold and shingles default to the ones that
     propose what the rule accepts); ``related`` is the share of a kept document's
     3-shingles a later one must hold to be recorded as related. ``containment`` (a dict of
-    Verified's keyword arguments) is the older spelling of the same. A page whose words are
-    at least ``boilerplate_share`` lines its site repeats (:meth:`without_boilerplate`) has
-    no text of its own to compare: it is matched exactly only, and counted.
+    Verified's keyword arguments) is the older spelling of the same.
 
     Args:
         method: the backend: a name in :data:`~scrapy_neardup.backends.BACKENDS` or an
@@ -265,15 +262,12 @@ class Deduplicator:
         related: float | None = None,
         similarity: float | None = None,
         similar_shingles: int | None = None,
-        boilerplate_share: float = BOILERPLATE_SHARE,
+        similar_spots: bool | None = None,
         containment: dict[str, Any] | None = None,
         **params: Any,
     ) -> None:
         if min_tokens < 0:
             raise ValueError(f"min_tokens must be >= 0, got {min_tokens}")
-        if isinstance(boilerplate_share, bool) or not 0.0 < boilerplate_share <= 1.0:
-            raise ValueError(f"boilerplate_share must be in (0, 1], got {boilerplate_share}")
-        self.boilerplate_share = float(boilerplate_share)
         verify: dict[str, Any] = dict(containment or {})
         verify["decision"] = verify.get("decision", decision)
         for name, value in (
@@ -282,11 +276,17 @@ class Deduplicator:
             ("related", related),
             ("similarity", similarity),
             ("similar_shingles", similar_shingles),
+            ("similar_spots", similar_spots),
         ):
             if value is not None:
                 verify[name] = value
         if isinstance(method, str):
-            defaults = candidate_params(method, verify["decision"], verify.get("similar_shingles"))
+            defaults = candidate_params(
+                method,
+                verify["decision"],
+                verify.get("similar_shingles"),
+                verify.get("similar_spots", True),
+            )
             params = {**defaults, **params}
         self.method = make_backend(method, **params) if isinstance(method, str) else method
         self.min_tokens = min_tokens
@@ -300,64 +300,19 @@ class Deduplicator:
         self.related: dict[str, Member] = {}
         #: Kept documents near a kept one (:attr:`Verdict.near_to`), by key.
         self.near_members: dict[str, Member] = {}
-        self.site_lines = SiteLines()
         self.counts: Counter[str] = Counter()
         self.recorder: Recorder | None = None
 
-    def sign(self, text: str | Document) -> Signed:
-        """Signatures of a text: the costly, pure half of :meth:`check` (safe in a worker)."""
-        doc = text if isinstance(text, Document) else Document(text)
+    def sign(self, text: str | Document, title: str = "") -> Signed:
+        """Signatures of a text (whose first line is ``title``, when given: a page's title, as
+        extraction puts it): the costly, pure half of :meth:`check` (safe in a worker)."""
+        doc = text if isinstance(text, Document) else Document(text, title=title)
         exact = self.exact.method.signature(doc)
         reads_tokens = self.near is not None and getattr(self.near.method, "reads_tokens", False)
         count = len(doc.tokens) if reads_tokens else doc.token_count
         if self.near is None or count < self.min_tokens:
             return Signed(exact, None, count)
         return Signed(exact, self.near.method.signature(doc), count)
-
-    def without_boilerplate(self, site: str, signed: Signed) -> Signed:
-        """``signed`` with the lines its site repeats on many kept pages left out of its
-        covered words (:class:`~scrapy_neardup.backends.containment.SiteLines`), for
-        :meth:`check_signed`; then :meth:`learn_boilerplate` with the verdict."""
-        if signed.near is None or self.near is None:
-            return signed
-        phrases = self.site_lines.mark(site, signed.near[1])
-        if phrases is signed.near[1]:
-            return signed
-        ignore = phrases.ignore
-        if ignore is not None and len(ignore) and ignore.mean() >= self.boilerplate_share:
-            # Nothing of its own to be a copy of: kept unless an exact copy.
-            return Signed(signed.exact, None, signed.tokens, boilerplate=True)
-        return Signed(signed.exact, (signed.near[0], phrases, *signed.near[2:]), signed.tokens)
-
-    def learn_boilerplate(self, site: str, signed: Signed, verdict: Verdict) -> None:
-        """Count the lines of a page its site kept as new. Neither a copy (dropped) nor a
-        related page (kept, but holding a kept one) counts: an article's own paragraphs must
-        not become its site's boilerplate because the article came again."""
-        if (
-            signed.near is not None
-            and self.near is not None
-            and not verdict.is_duplicate
-            and verdict.related_to is None
-        ):
-            self.site_lines.count(site, signed.near[1])
-
-    def would_drop_for(self, signed: Signed) -> list[Match]:
-        """The kept documents :meth:`check_signed` would now call ``signed`` a copy of
-        (exact copies first; empty: it would keep it); nothing recorded."""
-        found = self.exact.query(signed.exact)
-        if not found and signed.near is not None and self.near is not None:
-            found = self.near.query(signed.near)
-        return found
-
-    def holds(self, kept: Signed, new: Signed) -> bool:
-        """Whether the text of ``new`` is within that of ``kept`` by the rule of a drop (two
-        readings of one page: see the pipeline's second reading)."""
-        if kept.exact == new.exact:
-            return True
-        if kept.near is None or new.near is None or self.near is None:
-            return False
-        method = self.near.method
-        return holds(coverage(new.near[1], kept.near[1]), method.coverage, method.shingles)
 
     def check(self, key: str, text: str | Document) -> Verdict:
         """Match ``text`` against everything kept so far; keep it (index it) if it is new."""
@@ -371,7 +326,7 @@ class Deduplicator:
         near: list[Match] = []
         if short:
             if self.near is not None:
-                self.counts["boilerplate" if signed.boilerplate else "short"] += 1
+                self.counts["short"] += 1
             matches = self.exact.query_and_add_signature(key, signed.exact)
         else:
             # Exact first without adding: only a document that is kept becomes a head.
@@ -387,7 +342,7 @@ class Deduplicator:
             if not related:
                 if near:
                     return self._near(key, near)
-                return Verdict(key, short=short, boilerplate=signed.boilerplate)
+                return Verdict(key, short=short)
             richer = max(related, key=lambda m: m.containment)
             relation = Member(key, richer.key, richer.method, richer.containment)
             self._record_related(relation)
@@ -401,15 +356,7 @@ class Deduplicator:
         self._record(member)
         if self.recorder is not None:
             self.recorder.member(member)
-        return Verdict(
-            key,
-            match.key,
-            match.method,
-            match.similarity,
-            short,
-            match.containment,
-            boilerplate=signed.boilerplate,
-        )
+        return Verdict(key, match.key, match.method, match.similarity, short, match.containment)
 
     def _near(self, key: str, near: list[Match]) -> Verdict:
         closest = max(near, key=lambda m: (m.similarity, m.containment))
@@ -485,77 +432,29 @@ class Deduplicator:
             meta["near"] = len(self.near_members)
         return meta
 
-    def to_bytes(self) -> bytes:
-        out = io.BytesIO()
-        self.write(out)
-        return out.getvalue()
-
-    def write(self, out: BinaryIO) -> None:
-        """Write the state in the format of :mod:`scrapy_neardup.state_format`."""
-        write_header(out, self.meta())
-        for index in (self.exact, self.near):
-            items = list(index.store.items()) if index else []
-            write_signatures(out, len(items), ((k, index.method.encode(s)) for k, s in items))
-        sections = [self.members, self.related]
-        if self.near_members:
-            sections.append(self.near_members)
-        for relations in sections:
-            write_members(out, relations.values())
-
-    def load_bytes(self, data: bytes) -> None:
-        """Add saved state to this (empty) deduplicator; raises StateError if it does not fit.
-
-        The whole state is read and decoded before anything is added, so a state that turns
-        out to be corrupt leaves the deduplicator as it was.
-        """
+    def check_saved(self, saved: dict[str, Any]) -> None:
+        """StateError unless a state saved with ``saved`` (a :meth:`meta`) resumes here:
+        the same backend, parameters, decision and ``min_tokens``."""
+        if not isinstance(saved, dict):
+            raise StateError(f"unreadable meta of the saved state: {saved!r:.100}")
         expected = json.loads(json.dumps(self.meta()))
-        indexes = {"exact": self.exact, "near": self.near}
-        counts: dict[str, int] = {}
-        entries: list[tuple[Index, str, Any]] = []
-        members: list[Member] = []
-        related: list[Member] = []
-        near: list[Member] = []
-        for record in iter_state(data):
-            kind = record[0]
-            if kind == "meta":
-                meta = record[1]
-                _check_decision(meta, expected)
-                saved = meta.get("params")
-                for key in OPTIONAL_PARAMS:  # a state that predates them resumes without them
-                    if isinstance(saved, dict) and key not in saved:
-                        expected["params"].pop(key, None)
-                for field in ("method", "params", "min_tokens"):
-                    if meta[field] != expected[field]:
-                        raise StateError(
-                            f"state was written with {field}={meta[field]!r}, configured "
-                            f"{field}={expected[field]!r}; use the same settings or a new state"
-                        )
-                counts = meta["counts"]
-            elif kind == "member":
-                members.append(record[1])
-            elif kind == "related":
-                related.append(record[1])
-            elif kind == "nearby":
-                near.append(record[1])
-            else:
-                index = indexes[kind]
-                if index is None:
-                    raise StateError("state holds signatures of a backend that is not configured")
-                try:
-                    entries.append((index, record[1], index.method.decode(record[2])))
-                except ValueError as exc:
-                    raise StateError(f"corrupt near-duplicate state: {exc}") from None
-        for index, key, signature in entries:
-            index.add(key, signature)
-        self.members.update((m.key, m) for m in members)
-        self.related.update((m.key, m) for m in related)
-        self.near_members.update((m.key, m) for m in near)
-        self.counts.update(counts)
+        _check_decision(saved, expected)
+        params = saved.get("params")
+        for key in OPTIONAL_PARAMS:  # a state that predates them resumes without them
+            if isinstance(params, dict) and key not in params:
+                expected["params"].pop(key, None)
+        for field in ("method", "params", "min_tokens"):
+            if saved.get(field) != expected[field]:
+                raise StateError(
+                    f"state was written with {field}={saved.get(field)!r}, configured "
+                    f"{field}={expected[field]!r}; use the same settings or a new state"
+                )
 
 
 #: Parameters a state written before them lacks; it resumes, and its earlier documents go
-#: without them (no excerpt keys: they are proposed by their backend's buckets only).
-OPTIONAL_PARAMS = ("excerpts",)
+#: without them (no excerpt keys: they are proposed by their backend's buckets only; no
+#: spots: the similar rule's spot rule cannot say for them).
+OPTIONAL_PARAMS = ("excerpts", "spots")
 
 
 def _check_decision(meta: dict[str, Any], expected: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.deprecate import method_is_overridden
 
 from scrapy_neardup.exceptions import InvalidURL
-from scrapy_neardup.meta import CHECKED_META, RECOVERED_META
+from scrapy_neardup.meta import CHECKED_META, FRONTIER_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState
 
 if TYPE_CHECKING:
@@ -128,7 +128,10 @@ class NearDupDupeFilter(RFPDupeFilter):
         frontier = state.frontier
         if frontier is None:
             return state.key_seen(key)
-        if not state.key_seen(key, lambda fp: frontier.schedule(request, fp)):
+        if state.remote:
+            if not self._seen_remote(frontier, request, key):
+                return False
+        elif not state.key_seen(key, lambda fp: frontier.schedule(request, fp)):
             return False
         if frontier.passes and frontier.take_pass(key):
             # The crashed run could not journal it and kept its parent pending instead: the
@@ -137,6 +140,18 @@ class NearDupDupeFilter(RFPDupeFilter):
             frontier.schedule(request, key)
             return False
         return True
+
+    def _seen_remote(self, frontier: Any, request: Request, key: bytes) -> bool:
+        """A shared filter (Redis) records the URL as it answers, so the request is recorded
+        and committed first, and let go when the answer is "seen" (a kill in between costs
+        one fetch again, never a request)."""
+        held = frontier.hold(request, key)
+        if held:
+            frontier.commit()
+        seen = self.state.key_seen(key)
+        if seen and (held or request.meta.get(FRONTIER_META) == key.hex()):
+            frontier.release(key)  # held by LinkBatchMiddleware, which got no answer
+        return seen
 
     def request_key(self, request: Request) -> bytes:
         """What this filter records for ``request`` (raises InvalidURL)."""

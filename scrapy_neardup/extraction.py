@@ -15,6 +15,7 @@ import ctypes
 import logging
 import multiprocessing
 import os
+import re
 import signal
 import sys
 import threading
@@ -23,16 +24,13 @@ import types
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, InvalidStateError
-from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import wait as wait_any
 from multiprocessing.context import SpawnContext, SpawnProcess
 from typing import Any
 
-import numpy as np
 import xxhash
-from lxml import etree
 from pebble import ProcessExpired, ProcessPool
 
 from scrapy_neardup.exceptions import NearDupError
@@ -63,6 +61,8 @@ WORKER_NICENESS = 5
 MEMORY_EXIT = 86
 #: How often the watchdog reads the worker's resident size during a task.
 WATCH_INTERVAL = 0.05
+#: Seconds between two looks at the running tasks' time (the page timeout's precision).
+DEADLINE_PROBE = 0.1
 #: A worker left this much above its resident size after warm-up by a task (a big page's
 #: trees, freed but kept by malloc) gives the memory back to the system (``malloc_trim``,
 #: a few ms): on sqlite3-doc's 766 pages, 47 trims (0.13 s in all) keep a worker near its
@@ -90,57 +90,13 @@ class PageLimitError(NearDupError):
 
 
 @dataclass(frozen=True)
-class PageLines:
-    """The text a reader of a page sees, as hashed lines (its text nodes, whitespace
-    collapsed; scripts and styles left out) and their lengths in characters.
-
-    Whatever any reading of a page keeps is made of these lines, so a page whose lines are
-    all on a kept page says nothing that page does not, however short its fast reading was:
-    the pipeline drops such an exact copy without reading it again in full (see
-    :class:`KeptLines`). Text nodes, not the source's lines: a minified page is one source
-    line, and one changed word would make all of it new."""
-
-    hashes: np.ndarray  # uint32, one per line
-    chars: np.ndarray  # uint32, the line's length
-
-    @classmethod
-    def of(cls, tree: Any) -> PageLines:
-        """The lines of a parsed page; strips the tree's scripts and styles (call it last).
-
-        A line is the text of an element or a tail, as lxml gives it (``itertext``), within
-        the outermost ``<body>`` elements; lines that are only ASCII whitespace are left
-        out. Linear in the page: the XPath ``//body//text()`` it replaces took seconds on
-        a page of many thousand nodes (libxml2 sorts and merges its node sets)."""
-        etree.strip_elements(tree, "script", "style", "template", with_tail=False)
-        hashes, chars = [], []
-        for body in tree.iter("body"):
-            if any(parent.tag == "body" for parent in body.iterancestors()):
-                continue  # its text is already in the outer body's
-            for text in body.itertext():
-                if not text.strip(_XPATH_SPACE):
-                    continue
-                line = " ".join(text.split())
-                hashes.append(xxhash.xxh32_intdigest(line.encode()))
-                chars.append(len(line))
-        return cls(np.array(hashes, dtype=np.uint32), np.array(chars, dtype=np.uint32))
-
-    def chars_not_in(self, kept: np.ndarray) -> int:
-        """Characters of the lines that are not among ``kept`` (sorted line hashes)."""
-        if not len(kept):
-            return int(self.chars.sum())
-        at = np.minimum(np.searchsorted(kept, self.hashes), len(kept) - 1)
-        return int(self.chars[kept[at] != self.hashes].sum())
-
-
-@dataclass(frozen=True)
 class Extracted:
-    """The text of a page and how it was found: ``trafilatura``, ``fallback`` or ``empty``;
-    for a fast reading by trafilatura, the page's :class:`PageLines`."""
+    """The text of a page (its title, a blank line, its main text) and how it was found:
+    ``trafilatura``, ``fallback`` or ``empty``."""
 
     text: str
     how: str
     title: str = ""
-    lines: PageLines | None = field(default=None, compare=False)
 
 
 def decode_body(body: bytes, encoding: str | None) -> str:
@@ -170,13 +126,15 @@ def sniff_utf16(body: bytes) -> str | None:
 
 
 def extract_main_text(
-    body: bytes, url: str | None = None, encoding: str | None = None, fast: bool = True
+    body: bytes, url: str | None = None, encoding: str | None = None, fast: bool = False
 ) -> Extracted:
     """Title and main text of an HTML page; the whole visible text when trafilatura finds none.
+    The page's headings (``<h1>``-``<h3>`` outside its navigation) that trafilatura left out
+    come after the title: what a page is about is named there (:func:`_headings`).
 
-    ``fast`` skips trafilatura's comparison with readability and jusText: a third of its
-    time, and on the 181 annotated pages of the article-extraction benchmark its text is as
-    close to the article or closer (token F1 0.963 against 0.961); ``False`` runs them."""
+    trafilatura's whole cascade by default; ``fast`` skips its comparison with readability
+    and jusText (``NEARDUP_EXTRACT_FAST``): a third of its time, as close to the article on
+    news pages, but short on some sites (the prose of DocBook manuals)."""
     import trafilatura
     from trafilatura.utils import load_html
 
@@ -189,7 +147,7 @@ def extract_main_text(
     html = decode_body(body, encoding)
     if "<" not in html:  # plain text or JSON: no page to read (trafilatura would log an ERROR)
         return Extracted(_EMPTY, "empty")
-    title = ""
+    title, headings = "", []
     try:
         # Parsed once here: the title is read from the tree, and trafilatura's own metadata
         # pass (dates, authors, JSON-LD: about a third of its time) is skipped.
@@ -198,6 +156,7 @@ def extract_main_text(
             doc = None
         else:
             title = _title(tree)
+            headings = _headings(tree)
             _paragraph_sections(tree)
             doc = trafilatura.bare_extraction(
                 tree,
@@ -212,9 +171,10 @@ def extract_main_text(
         doc = None
     text = (getattr(doc, "text", None) or "").strip()
     if text:
-        # Only a fast reading may be read again before a drop; its page's lines can spare that.
-        lines = _lines(tree, url) if fast else None
-        return Extracted(f"{title}\n\n{text}" if title else text, "trafilatura", title, lines)
+        shown = " ".join(f"{title}\n{text}".split())
+        missing = [h for h in dict.fromkeys(headings) if h not in shown]
+        text = "\n".join([*missing, text])
+        return Extracted(f"{title}\n\n{text}" if title else text, "trafilatura", title)
     try:
         _, text, _ = trafilatura.baseline(html)
     except Exception as exc:
@@ -222,6 +182,20 @@ def extract_main_text(
         text = ""
     text = (text or "").strip()
     return Extracted(text, "fallback", title) if text else Extracted(_EMPTY, "empty", title)
+
+
+#: Where a page's headings are its navigation's, not its own (a sidebar's "Quick search").
+_NAVIGATION = (
+    "ancestor::nav or ancestor::aside or ancestor::header or ancestor::footer"
+    " or ancestor::*[@role='navigation']"
+    " or ancestor::*[contains(concat(' ', normalize-space(@class), ' '), ' sidebar ')]"
+)
+
+
+def _headings(tree: Any) -> list[str]:
+    """The texts of the page's ``<h1>``-``<h3>`` outside its navigation, in page order."""
+    found = tree.xpath(f"//*[self::h1 or self::h2 or self::h3][not({_NAVIGATION})]")
+    return [text for text in (" ".join(h.text_content().split()) for h in found) if text]
 
 
 def _paragraph_sections(tree: Any) -> None:
@@ -239,25 +213,47 @@ def _paragraph_sections(tree: Any) -> None:
             element.tag = "p"
 
 
-def _lines(tree: Any, url: str | None) -> PageLines | None:
-    """The page's lines; None (it is read again before a drop) when it has none in a body."""
-    try:
-        lines = PageLines.of(tree)
-    except Exception as exc:  # lxml on odd markup
-        logger.debug("no page lines for %s: %r", url, exc)
-        return None
-    return lines if len(lines.hashes) else None
-
-
 def _title(tree: Any) -> str:
-    """The page's ``og:title`` (usually without the site's name), else trafilatura's guess
-    from ``<h1>`` and ``<title>``."""
+    """The page's ``<title>`` as a reader sees it, else its ``og:title``, else trafilatura's
+    guess from ``<h1>``, without the site's name (:func:`without_site_name`)."""
     from trafilatura.metadata import extract_title
 
-    for value in tree.xpath('//head/meta[@property="og:title"]/@content')[:1]:
-        if value.strip():
-            return " ".join(value.split())
-    return (extract_title(tree) or "").strip()
+    title = ""
+    for value in [*tree.xpath("//head/title/text()"), *tree.xpath(_OG_TITLE)][:1]:
+        title = " ".join(value.split())
+    title = title or " ".join((extract_title(tree) or "").split())
+    names = tree.xpath('//head/meta[@property="og:site_name"]/@content')
+    return without_site_name(title, names[0] if names else "")
+
+
+_OG_TITLE = '//head/meta[@property="og:title"]/@content'
+# A title's parts: " | ", " - ", " :: " and the like between words, or "_" or "｜" in CJK text.
+_TITLE_PARTS = re.compile(r"\s+(?:[|\-–—·•»:]{1,2})\s+|\s*[_｜]\s*(?=[^_｜]+$)")
+
+
+def without_site_name(title: str, site_name: str = "") -> str:
+    """``title`` without the site's name: the part that is ``site_name``, else a last part of
+    at most 4 words after a separator ("Headline | The Daily Post"). A copy of a story in
+    another site's template keeps its headline but not its site's name, which is the
+    template's, not the story's."""
+    parts = _TITLE_PARTS.split(title)
+    if len(parts) < 2:
+        return title
+    name = " ".join(site_name.split()).casefold()
+    if name:
+        kept = [part for part in parts if part.casefold() != name]
+        if len(kept) < len(parts):
+            return title if not kept else _joined(title, kept)
+    if len(parts[-1].split()) <= 4 and len(parts[-1]) <= 40:
+        return _joined(title, parts[:-1])
+    return title
+
+
+def _joined(title: str, parts: list[str]) -> str:
+    """The span of ``title`` from its first kept part to its last (separators kept)."""
+    start = title.find(parts[0])
+    end = title.rfind(parts[-1]) + len(parts[-1])
+    return title[start:end].strip()
 
 
 # -- worker side --------------------------------------------------------------------------
@@ -286,8 +282,8 @@ class Signer:
         self.dedup = dedup
         self.max_chars = max_chars
 
-    def __call__(self, text: str) -> Any:
-        return self.dedup.sign(text[: self.max_chars])
+    def __call__(self, text: str, title: str = "") -> Any:
+        return self.dedup.sign(text[: self.max_chars], title)
 
     def prepared(self) -> Any:
         """The method's ``prepared()`` (MinHash: its banding), None for methods without."""
@@ -425,8 +421,6 @@ def _limited(fn: Callable[..., Any], *args: Any) -> tuple[Any, float, float]:
         return value, time.perf_counter() - began, time.process_time() - cpu
     except MemoryError:
         os._exit(MEMORY_EXIT)  # the machine's memory, not the limit: still this page's fault
-    except FutureTimeout as exc:  # a TimeoutError in the parent means the page's time limit
-        raise RuntimeError(repr(exc)) from None
     finally:
         with _task_lock:
             _task_rss = None
@@ -434,10 +428,11 @@ def _limited(fn: Callable[..., Any], *args: Any) -> tuple[Any, float, float]:
 
 
 def _extract_and_sign(
-    body: bytes, url: str | None, encoding: str | None, fast: bool = True
+    body: bytes, url: str | None, encoding: str | None, fast: bool = False
 ) -> tuple[Extracted, Any]:
     extracted = extract_main_text(body, url, encoding, fast)
-    return extracted, _worker_signer(extracted.text) if extracted.text else None
+    signed = _worker_signer(extracted.text, extracted.title) if extracted.text else None
+    return extracted, signed
 
 
 def _sign(text: str) -> Any:
@@ -446,137 +441,6 @@ def _sign(text: str) -> Any:
 
 def _prepared() -> Any:
     return _worker_signer.prepared()
-
-
-class FastReadings:
-    """Per site, whether trafilatura's fast mode reads its pages in full: a site's template
-    decides that. A site whose would-be drops were read again ``trust_after`` times without
-    the full reading saying more has only one page in ``sample_every`` checked (read again
-    if it would be dropped; the others trust the fast reading, and skip the check). Once a
-    full reading says more, the site *reads short*: each of its drops is read again, and its
-    pages are read in full from the start (so that a later copy is compared with the full
-    text of the page kept, not with a part of it). Bounded: the ``max_sites`` least recently
-    seen sites."""
-
-    def __init__(self, trust_after: int = 16, sample_every: int = 8, max_sites: int = 4096):
-        self.trust_after, self.sample_every, self.max_sites = trust_after, sample_every, max_sites
-        self._sites: OrderedDict[str, list[int]] = OrderedDict()  # [complete readings, asked]
-
-    def _site(self, site: str) -> list[int]:
-        found = self._sites.pop(site, None)
-        if found is None:
-            found = [0, 0]
-            if len(self._sites) >= self.max_sites:
-                self._sites.popitem(last=False)
-        self._sites[site] = found
-        return found
-
-    def should_reread(self, site: str) -> bool:
-        found = self._site(site)
-        if found[0] < self.trust_after:
-            return True
-        found[1] += 1
-        return found[1] % self.sample_every == 0
-
-    def reads_short(self, site: str) -> bool:
-        found = self._sites.get(site)
-        return found is not None and found[0] < 0
-
-    def record(self, site: str, richer: bool) -> None:
-        found = self._site(site)
-        # A site that once read short is never trusted again (its count stays far below).
-        found[0] = -(10**9) if richer else found[0] + 1
-
-
-class KeptLines:
-    """The :class:`PageLines` of the ``max_pages`` pages kept last (about 1 KB each, and
-    ``max_hashes`` line hashes in all: 16 MB), of up to ``per_page`` pages dropped for each
-    after their full reading confirmed it, and the lines each site repeats.
-
-    A would-be drop whose lines are all on the kept page it would be dropped for (or on one
-    of the pages confirmed as its copies) but for ``allowed`` characters is dropped on its
-    fast reading: no reading of it can hold more than that. A line on ``repeats`` pages its
-    site kept (its navigation, in whatever language an edition of the site uses) is on kept
-    pages already, so it does not count as new. Kept in memory only: after a restart, or
-    for a page another crawler process kept, the full reading decides as before."""
-
-    def __init__(
-        self,
-        max_pages: int = 8192,
-        per_page: int = 4,
-        max_hashes: int = 1 << 22,
-        repeats: int = 3,
-        max_site_lines: int = 1 << 15,
-        max_sites: int = 256,
-    ):
-        self.max_pages, self.per_page, self.max_hashes = max_pages, per_page, max_hashes
-        self.repeats, self.max_site_lines, self.max_sites = repeats, max_site_lines, max_sites
-        self._pages: OrderedDict[str, list[np.ndarray]] = OrderedDict()
-        self._hashes = 0
-        self._sites: OrderedDict[str, dict[int, int]] = OrderedDict()
-        self._common: dict[str, np.ndarray] = {}  # a site's repeated lines, sorted (cache)
-
-    def remember(self, key: str, lines: PageLines, site: str = "") -> None:
-        """The lines of a page kept as ``key`` (of ``site``)."""
-        self._forget(key)
-        self._pages[key] = []
-        self._add(self._pages[key], lines)
-        while self._pages and (len(self._pages) > self.max_pages or self._hashes > self.max_hashes):
-            self._forget(next(iter(self._pages)))
-        if site:
-            self._count(site, lines)
-
-    def remember_copy(self, keys: list[str], lines: PageLines) -> None:
-        """The lines of a page to be dropped for ``keys`` after a full reading said no more."""
-        for key in keys:
-            found = self._pages.get(key)
-            if found is not None and len(found) <= self.per_page:
-                self._add(found, lines)
-
-    def hold(self, keys: list[str], lines: PageLines, allowed: int, site: str = "") -> bool:
-        """Whether the lines kept for one of ``keys``, with the lines ``site`` repeats, hold
-        all of ``lines`` but ``allowed`` characters."""
-        common = self._common_lines(site)
-        for key in keys:
-            for kept in self._pages.get(key, ()):
-                if lines.chars_not_in(np.union1d(kept, common)) <= allowed:
-                    return True
-        return False
-
-    def _count(self, site: str, lines: PageLines) -> None:
-        counts = self._sites.pop(site, None)
-        if counts is None:
-            counts = {}
-            if len(self._sites) >= self.max_sites:
-                gone, _ = self._sites.popitem(last=False)
-                self._common.pop(gone, None)
-        self._sites[site] = counts
-        repeated = False  # whether a line reached ``repeats`` now: the cache is stale then
-        for h in np.unique(lines.hashes).tolist():
-            if h in counts or len(counts) < self.max_site_lines:
-                n = counts[h] = counts.get(h, 0) + 1
-                repeated = repeated or n == self.repeats
-        if repeated:
-            self._common.pop(site, None)
-
-    def _common_lines(self, site: str) -> np.ndarray:
-        found = self._common.get(site)
-        if found is None:
-            counts = self._sites.get(site, {})
-            found = np.array(
-                sorted(h for h, n in counts.items() if n >= self.repeats), dtype=np.uint32
-            )
-            self._common[site] = found
-        return found
-
-    def _add(self, found: list[np.ndarray], lines: PageLines) -> None:
-        hashes = np.unique(lines.hashes)
-        found.append(hashes)
-        self._hashes += len(hashes)
-
-    def _forget(self, key: str) -> None:
-        for hashes in self._pages.pop(key, ()):
-            self._hashes -= len(hashes)
 
 
 class Extractor:
@@ -595,7 +459,7 @@ class Extractor:
         signer_factory: Any,
         workers: int,
         cache_size: int = 4096,
-        fast: bool = True,
+        fast: bool = False,
         on_start: Callable[[], None] | None = None,
         page_timeout: float = 0,
         page_memory: int = 0,
@@ -608,6 +472,7 @@ class Extractor:
         self.page_timeout = page_timeout
         self.page_memory = page_memory
         self._pool: ProcessPool | None = None
+        self._deadlines: _Deadlines | None = None  # the page timeout, once a task ran
         self._pending: set[Future] = set()
         self._inline_signer: Any = None
         self._cache: OrderedDict[bytes, tuple[Extracted, Any] | PageLimitError] = OrderedDict()
@@ -683,16 +548,9 @@ class Extractor:
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
-    @property
-    def fast(self) -> bool:
-        return self._fast
-
-    def submit_extract(
-        self, body: bytes, url: str | None, encoding: str | None, fast: bool | None = None
-    ) -> Future:
-        """A future of ``(Extracted, signatures or None)``; ``fast`` overrides the
-        extractor's mode for this page (``False``: trafilatura's full cascade)."""
-        fast = self._fast if fast is None else fast
+    def submit_extract(self, body: bytes, url: str | None, encoding: str | None) -> Future:
+        """A future of ``(Extracted, signatures or None)``."""
+        fast = self._fast
         if self._workers == 0:
             signer, cpu = self._inline(), time.process_time()
             result = _extract_inline(signer, body, url, encoding, fast)
@@ -728,16 +586,19 @@ class Extractor:
         }
 
     def _submit(self, fn: Any, *args: Any) -> Future:
-        timeout = self.page_timeout or None
         if self._first_task is None:
             self._first_task = time.perf_counter()
         try:
-            task = self._get_pool().schedule(_limited, (fn, *args), timeout=timeout)
+            task = self._get_pool().schedule(_limited, (fn, *args))
         except RuntimeError:
             # Every worker died at once, or one failed to start: start a fresh pool.
             logger.warning("scrapy-neardup: extraction worker pool broke; restarting it")
             self.close()
-            task = self._get_pool().schedule(_limited, (fn, *args), timeout=timeout)
+            task = self._get_pool().schedule(_limited, (fn, *args))
+        if self.page_timeout:
+            if self._deadlines is None:
+                self._deadlines = _Deadlines(self.page_timeout)
+            self._deadlines.watch(task)
         future: Future = Future()
         self._pending.add(future)
         task.add_done_callback(lambda done: self._relay(done, future))
@@ -749,7 +610,7 @@ class Extractor:
         self._pending.discard(future)
         self._last_done = time.perf_counter()
         exc = task.exception() if not task.cancelled() else RuntimeError("cancelled")
-        if isinstance(exc, FutureTimeout):  # _limited turns the tasks' own into RuntimeError
+        if self._deadlines is not None and self._deadlines.expired(task):
             exc = PageLimitError("timeout", f"over NEARDUP_PAGE_TIMEOUT ({self.page_timeout:g} s)")
         elif isinstance(exc, ProcessExpired) and exc.exitcode == MEMORY_EXIT:
             exc = PageLimitError("memory", f"over NEARDUP_PAGE_MEMORY ({self.page_memory} MiB)")
@@ -790,10 +651,65 @@ class Extractor:
                 self._first_task = self._last_done = None
             pool.stop()
             pool.join()
+        if self._deadlines is not None:
+            self._deadlines.stop()
+            self._deadlines = None
         for future in list(self._pending):
             with suppress(InvalidStateError):  # it finished meanwhile
                 future.set_exception(RuntimeError("the extraction workers were stopped"))
         self._pending.clear()
+
+
+class _Deadlines:
+    """The page timeout on ``time.monotonic()``: a thread looks at the watched tasks every
+    :data:`DEADLINE_PROBE` seconds, notes when each starts running, and cancels one that
+    has run ``limit`` seconds (pebble then replaces its worker). pebble's own ``timeout``
+    times tasks with ``time.time()``: a step of the wall clock ended pages read in
+    milliseconds."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self._began: dict[Future, float | None] = {}  # None: not running yet
+        self._expired: set[Future] = set()
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, task: Future) -> None:
+        with self._lock:
+            self._began[task] = None
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="neardup-page-timeout", daemon=True
+                )
+                self._thread.start()
+        task.add_done_callback(self._forget)
+
+    def expired(self, task: Future) -> bool:
+        """Whether ``task`` was cancelled for running over the limit."""
+        with self._lock:
+            return task in self._expired
+
+    def _forget(self, task: Future) -> None:
+        with self._lock:
+            self._began.pop(task, None)
+
+    def _run(self) -> None:
+        while not self._stopped.wait(DEADLINE_PROBE):
+            now, late = time.monotonic(), []
+            with self._lock:
+                for task, began in self._began.items():
+                    if began is None:
+                        if task.running():
+                            self._began[task] = now
+                    elif now - began > self.limit:
+                        late.append(task)
+                self._expired.update(late)
+            for task in late:
+                task.cancel()  # a running pebble task: its worker is ended and replaced
+
+    def stop(self) -> None:
+        self._stopped.set()
 
 
 class _WorkerProcess(SpawnProcess):
@@ -829,7 +745,7 @@ def _extract_inline(
     signer: Any, body: bytes, url: str | None, encoding: str | None, fast: bool
 ) -> Any:
     extracted = extract_main_text(body, url, encoding, fast)
-    return extracted, signer(extracted.text) if extracted.text else None
+    return extracted, signer(extracted.text, extracted.title) if extracted.text else None
 
 
 def _done(value: Any) -> Future:

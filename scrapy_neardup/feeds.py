@@ -1,10 +1,10 @@
 """Make Scrapy's feed exports durable: flush and fsync every open feed file.
 
 Promises: after :func:`sync_feeds` returns, every item written to a local feed file is on
-disk (a disk error is raised, never swallowed). It reaches into Scrapy's ``FeedExporter``
-slots and post-processing plugins, which are not public API: this is the one module that
-does, so a Scrapy upgrade that moves them breaks here alone. It must not write to a feed.
-Rationale: ``docs/design.md#frontier-journal`` (done, and durable).
+disk (a disk error is raised, naming the feed file, never swallowed). It reaches into
+Scrapy's ``FeedExporter`` slots and post-processing plugins, which are not public API: this
+is the one module that does, so a Scrapy upgrade that moves them breaks here alone. It must
+not write to a feed. Rationale: ``docs/design.md#frontier`` (done, and durable).
 """
 
 from __future__ import annotations
@@ -34,9 +34,14 @@ def sync_feeds(crawler: Any) -> None:
         if slot.file is None or isinstance(slot.storage, BlockingFeedStorage):
             continue
         stream = getattr(slot.exporter, "stream", None)  # csv and xml write through a text layer
-        if isinstance(stream, io.IOBase) and not stream.closed:
-            stream.flush()
-        _sync_file(slot.file)
+        try:
+            if isinstance(stream, io.IOBase) and not stream.closed:
+                stream.flush()
+            _sync_file(slot.file)
+        except OSError as exc:  # named: a full disk under a feed is the feed's, not the state's
+            path = getattr(slot.storage, "path", None)
+            exc.filename = exc.filename or (os.path.abspath(path) if path else slot.uri)
+            raise
 
 
 def _sync_file(file: Any) -> None:

@@ -2,7 +2,7 @@
 
 Promises: the names never change (a journaled or queued request carries them across runs);
 the request codec leaves them out of what it writes. No imports, so any module may use them.
-Rationale: ``docs/design.md#frontier-journal``.
+Rationale: ``docs/design.md#frontier``.
 """
 
 from __future__ import annotations
@@ -17,5 +17,8 @@ CHECKED_META = "_neardup_checked_url"
 #: (set by FrontierMiddleware): kept pending if the request cannot be journaled.
 PARENT_META = "_neardup_parent"
 
+#: Request meta: the lease of a request popped from a shared queue (scrapy_neardup.leases).
+LEASE_META = "_neardup_lease"
+
 #: Every key above: the request codec does not write them (they are set again on re-queue).
-INTERNAL_META = frozenset((FRONTIER_META, RECOVERED_META, CHECKED_META, PARENT_META))
+INTERNAL_META = frozenset((FRONTIER_META, RECOVERED_META, CHECKED_META, PARENT_META, LEASE_META))

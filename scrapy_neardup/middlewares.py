@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter, is_item
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request, TextResponse
+from scrapy.utils.httpobj import urlparse_cached
 from w3lib.url import safe_url_string
 
 from scrapy_neardup.dupefilter import ANSWERED_META, CHECKED_META
@@ -18,6 +19,7 @@ from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.extraction import Extracted
 from scrapy_neardup.meta import FRONTIER_META, PARENT_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState, PageText, PendingPage, freeze_startup_objects
+from scrapy_neardup.state.redis import UncheckedItem
 from scrapy_neardup.twisted_futures import call_soon
 from scrapy_neardup.urls import site_of
 
@@ -141,6 +143,8 @@ class UrlFilterMiddleware:
         self, request: Request, spider: Any = None
     ) -> Coroutine[Any, Any, None] | None:
         if self._skip(request):
+            if request.meta.get(RECOVERED_META) == request.url:  # its items may be lost
+                self.state.crawled_again(request.url)
             return None
         if request.meta.get(CHECKED_META) == request.url:
             if self.remote and self.state.has_late_checks:
@@ -323,10 +327,8 @@ class PageTextMiddleware:
             )
             return None
         extractor = self.state.extractor
-        # A site whose pages the fast mode reads short is read in full (see FastReadings).
-        fast = extractor.fast and not self.state.readings.reads_short(site_of(response.url))
         digest, found = extractor.cached(body)
-        pending = PendingPage(self.state, response.url, body, response.encoding, fast, digest)
+        pending = PendingPage(self.state, response.url, digest)
         if found is not None:
             self.state.inc("neardup/extract/cache_hit")
             pending.found = found
@@ -336,10 +338,8 @@ class PageTextMiddleware:
             self.state.inc("neardup/extract/cache_hit")
             pending.future = running
             return pending
-        if fast != extractor.fast:
-            self.state.inc("neardup/extract/in_full")
         try:
-            pending.future = extractor.submit_extract(body, response.url, response.encoding, fast)
+            pending.future = extractor.submit_extract(body, response.url, response.encoding)
         except Exception as exc:  # no worker could start, or the inline reading failed
             self.state.inc("neardup/extract/errors")
             logger.warning("scrapy-neardup: extraction failed for %s: %r", response.url, exc)
@@ -355,6 +355,8 @@ class _Output:
     response: Any
     items: int = 0
     finished: bool = False
+    #: An item of it was dropped unchecked (UncheckedItem): its request is queued again.
+    unchecked: bool = False
 
 
 class FrontierMiddleware:
@@ -393,13 +395,45 @@ class FrontierMiddleware:
         return mw
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """The requests a crashed run left pending, then the spider's start. A recorded
+        request is of a scheme the crawl could have made: ``http``, ``https``, or one of the
+        spider's own start requests (those of another wait for the start to end; a state
+        directory is data, and a crafted ``file://`` request must not be crawled)."""
         self.state.open()
         frontier = self.state.frontier
+        waiting: list[Request] = []
         if frontier is not None:
             for request in frontier.recover(self.crawler.spider):
-                yield request
+                if urlparse_cached(request).scheme in WEB_SCHEMES:
+                    yield request
+                else:
+                    waiting.append(request)
+        schemes = set(WEB_SCHEMES)
+        check = _StartCheck(self.state) if self._shared_and_fresh() else None
         async for obj in start:
+            if isinstance(obj, Request):
+                schemes.add(urlparse_cached(obj).scheme)
+                if check is not None:
+                    await check.see(obj)
             yield obj
+        if check is not None:
+            check.done()
+        for request in waiting:
+            if urlparse_cached(request).scheme in schemes:
+                yield request
+            else:
+                self.state.inc("neardup/frontier/refused")
+                logger.warning(
+                    "scrapy-neardup: a recorded request for %s is not crawled: no start "
+                    "request of this spider is of its scheme (counted in "
+                    "neardup/frontier/refused)",
+                    request.url,
+                )
+
+    def _shared_and_fresh(self) -> bool:
+        """A new JOBDIR on a shared URL filter (Redis)."""
+        directory = self.state.directory
+        return self.state.remote and directory is not None and directory.fresh
 
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any], spider: Any = None
@@ -444,12 +478,14 @@ class FrontierMiddleware:
     def _item_done(self, item: Any = None, response: Any = None, *args: Any, **kwargs: Any) -> None:
         if self.state.frontier is not None:
             self.state.frontier.recovered_items.pop(id(item), None)
-        call_soon(self._item_ended, response)
+        unchecked = isinstance(kwargs.get("exception"), UncheckedItem)
+        call_soon(self._item_ended, response, unchecked)
 
-    def _item_ended(self, response: Any) -> None:
+    def _item_ended(self, response: Any, unchecked: bool = False) -> None:
         output = self._outputs.get(id(response)) if response is not None else None
         if output is not None and output.response is response:
             output.items -= 1
+            output.unchecked |= unchecked
             if output.finished and output.items <= 0:
                 self._done(output)
 
@@ -460,8 +496,54 @@ class FrontierMiddleware:
 
     def _done(self, output: _Output) -> None:
         self._outputs.pop(id(output.response), None)
+        if output.unchecked:
+            return  # pending: a crash re-queues it (a clean close: Scrapy's queue holds it)
         if self.state.frontier is not None and output.response.request is not None:
             self.state.frontier.done(output.response.request)
+
+
+#: The schemes of a recorded request crawled again after a crash without a start request of
+#: its scheme.
+WEB_SCHEMES = frozenset(("http", "https"))
+#: Start requests looked up in a shared URL filter at the start of a new JOBDIR.
+START_CHECKED = 10
+
+
+class _StartCheck:
+    """Whether the first start requests of a new JOBDIR are all in the shared URL filter
+    already: an earlier crawl with the same prefix recorded them, and this one would crawl
+    little or nothing. One WARNING names the prefix."""
+
+    def __init__(self, state: NearDupState) -> None:
+        self.state = state
+        self.checked = 0
+        self.all_known = True
+
+    async def see(self, request: Request) -> None:
+        if not self.all_known or self.checked >= START_CHECKED:
+            return
+        try:
+            key = self.state.request_key(request)
+        except InvalidURL:
+            return
+        known = await self.state.keys_known([key])
+        self.checked += 1
+        self.all_known = bool(known and known[0])
+        if self.checked == START_CHECKED:
+            self.done()
+
+    def done(self) -> None:
+        if self.all_known and self.checked:
+            self.all_known = False  # warned once
+            logger.warning(
+                "scrapy-neardup: this JOBDIR is new, but the URL filter in Redis under prefix "
+                "%r holds its start URLs already: an earlier crawl with that prefix recorded "
+                "them, and the pages it reached are not crawled again. For a new crawl, set "
+                "another NEARDUP_KEY_PREFIX, or delete that crawl's keys (scrapy neardup-stats "
+                "--redis-url URL --key-prefix %s --reset)",
+                self.state.key_prefix,
+                self.state.key_prefix,
+            )
 
 
 #: Requests per round trip at most (the Redis URL filter's script takes 1,000 per call).
@@ -533,6 +615,14 @@ class LinkBatchMiddleware:
             asked.append(request)
         if not keys:
             return
+        # Redis records the URLs as it answers: their requests are recorded first (see
+        # NearDupDupeFilter._seen_remote), and let go when seen.
+        frontier = self.state.frontier
+        held = [False] * len(keys)
+        if frontier is not None:
+            held = [frontier.hold(r, k) for r, k in zip(asked, keys, strict=True)]
+            if any(held):
+                frontier.commit()
         try:
             answers = await self.state.keys_seen(keys)
         except Exception:  # not a Redis error (those are an outage): a bug, say so
@@ -542,6 +632,9 @@ class LinkBatchMiddleware:
             return
         for request, seen in zip(asked, answers, strict=True):
             request.meta[ANSWERED_META] = (request.url, seen)
+        for key, seen, was_held in zip(keys, answers, held, strict=True):
+            if seen and was_held:
+                frontier.release(key)
         self.state.inc("neardup/urls/batched", len(asked))
 
 

@@ -12,7 +12,6 @@ from scrapy_neardup.deduplicator import Signed, Verdict
 from scrapy_neardup.extraction import PageLimitError
 from scrapy_neardup.state import NearDupState
 from scrapy_neardup.twisted_futures import await_future
-from scrapy_neardup.urls import site_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -87,25 +86,18 @@ class NearDupPipeline:
         if signed is None:
             return item
         base = self._base_key(adapter, page)
-        if page is not None and page.body is not None and signed is page.signed:
-            signed = await self._read_in_full(base, page)
         text = self._compared_text(adapter, page) if self.config.keep_text else None
         verdict = await self.state.check_item(base, signed, text)
-        if verdict.boilerplate:
-            self.state.inc("neardup/skipped/boilerplate")
-        elif verdict.short and self.state.dedup.near is not None:
+        if verdict.short and self.state.dedup.near is not None:
             self.state.inc("neardup/short")
         if not verdict.is_duplicate:
             self.state.inc("neardup/items/kept")
-            if page is not None and signed is page.signed and page.extracted.lines is not None:
-                site = site_of(page.url)
-                self.state.kept_lines.remember(verdict.key, page.extracted.lines, site)
             if verdict.related_to is not None:
                 self._related(adapter, verdict)
             elif verdict.near_to is not None:
                 self._near(adapter, verdict)
             return item
-        if verdict.duplicate_of == base and self._redelivered(item, base):
+        if verdict.duplicate_of == base and self.state.redelivers(item, base):
             # Its own URL, kept before a crash: whether the item reached the feed then is
             # unknown, so it is kept again (at least once beats lost; see frontier.py).
             self.state.inc("neardup/items/redelivered")
@@ -153,66 +145,6 @@ class NearDupPipeline:
             return None
         return page.signed
 
-    async def _read_in_full(self, key: str, page: Any) -> Signed:
-        """The page's signatures, from its full reading where that says more than the fast
-        one and the fast one would be dropped.
-
-        trafilatura's fast mode (the default, ``NEARDUP_EXTRACT_FAST``) reads news pages as
-        fully as its whole cascade does (180 of the 181 pages of the article-extraction
-        benchmark), but on some documentation sites it keeps only a part: the command
-        listings of a DocBook chapter without its prose (``<div class="para">``), the same in
-        every translation, so a chapter was dropped for its translation. A drop must never
-        lose text, so a page that would be dropped is read again with the full cascade
-        (readability, jusText) before it is: the full reading is compared when the fast one
-        does not hold it. Only would-be drops pay for it (a third more per page read), and on
-        a site whose fast readings proved complete only some of them (:class:`FastReadings`);
-        not a page that is all on the kept page it would be dropped for, but the share of text
-        a drop allows anyway (:class:`KeptLines`): no reading could say more."""
-        body, page.body = page.body, None
-        state, site = self.state, site_of(page.url)  # as the middleware reads it
-        if not state.readings.should_reread(site):
-            return page.signed
-        found = await state.would_drop_for(key, page.signed)
-        if not found:
-            return page.signed
-        # What its page shows beyond the kept page's bounds the text any reading could add:
-        # a page whose lines are on the kept page but for a tenth (as a drop allows) loses
-        # nothing a reader of the kept page would miss, whichever reading compared them.
-        copied = [match.key for match in found]
-        lines = page.extracted.lines if copied else None
-        allowed = self._allowed(page)
-        if lines is not None and state.kept_lines.hold(copied, lines, allowed, site):
-            state.inc("neardup/extract/reread_spared")  # its whole page is on a kept one
-            return page.signed
-        state.inc("neardup/extract/reread")
-        try:
-            extracted, signed = await await_future(
-                state.extractor.submit_extract(body, page.url, page.encoding, fast=False)
-            )
-        except Exception as exc:  # a limit or a crashed worker: the fast reading decides
-            state.inc("neardup/extract/errors")
-            logger.warning("scrapy-neardup: full reading of %s failed: %r", page.url, exc)
-            return page.signed
-        richer = signed is not None and not state.dedup.holds(page.signed, signed)
-        state.readings.record(site, richer)
-        if not richer:
-            if lines is not None:  # its copies need no full reading of their own
-                state.kept_lines.remember_copy(copied, lines)
-            return page.signed
-        state.inc("neardup/extract/reread_richer")
-        if self.config.debug:
-            logger.info("scrapy-neardup: %s: its full reading holds more; compared on it", key)
-        page.extracted, page.signed = extracted, signed
-        return signed
-
-    def _allowed(self, page: Any) -> int:
-        """Characters of an exact copy's lines that may be missing from the kept page it
-        would be dropped for without reading it again: the share of its words a drop allows
-        to be missing (none with the ``exact`` backend, whose drops allow none)."""
-        near = self.state.dedup.near
-        share = 1.0 - near.method.coverage if near is not None else 0.0
-        return int(share * len(page.extracted.text))
-
     def _compared_text(self, adapter: ItemAdapter, page: Any) -> str | None:
         """The text :meth:`_signatures` signed: the text field, else the page's main text
         (already in this process, where the middleware put it), for NEARDUP_KEEP_TEXT."""
@@ -221,10 +153,6 @@ class NearDupPipeline:
         if isinstance(value, str) and value:
             return value
         return page.extracted.text if page is not None else None
-
-    def _redelivered(self, item: Any, key: str) -> bool:
-        frontier = self.state.frontier
-        return frontier is not None and frontier.redelivers(item, key)
 
     def _base_key(self, adapter: ItemAdapter, page: Any) -> str:
         """The item's URL (or its page's)."""

@@ -11,63 +11,46 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from scrapy_neardup.deduplicator import Member
 from scrapy_neardup.exceptions import StateError, StorageError
-from scrapy_neardup.state.files import (
-    CONTENT_JOURNAL,
-    CONTENT_SNAPSHOT,
-    URL_CONFIRM,
-    URL_JOURNAL,
-    URL_SNAPSHOT,
-)
-from scrapy_neardup.state_format import Member, iter_state
+from scrapy_neardup.state.directory import OLD_FILES
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
-from scrapy_neardup.storage.fingerprints import FingerprintStore
-from scrapy_neardup.storage.journal import (
-    MemberRecord,
-    decode_content_record,
-    load_snapshot,
-    read_records,
-)
+from scrapy_neardup.storage.statedb import STATE_FILE, StateDB, read_only
 
 TOP_CLUSTERS = 10
 
 
-def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
-    """Everything the command prints, as plain data."""
+def _open(directory: Path) -> StateDB:
     if not directory.is_dir():
         raise StateError("no such state directory", path=str(directory))
-    if not any(
-        (directory / name).exists()
-        for name in (URL_SNAPSHOT, URL_JOURNAL, CONTENT_SNAPSHOT, CONTENT_JOURNAL)
-    ):
+    if not (directory / STATE_FILE).exists():
+        old = [name for name in OLD_FILES if (directory / name).exists()]
         raise StateError(
-            "no scrapy-neardup state here (did the crawl run with JOBDIR?)", path=str(directory)
+            f"state in the format of an earlier release ({', '.join(old)}): read it with "
+            "the release that wrote it"
+            if old
+            else "no scrapy-neardup state here (did the crawl run with JOBDIR?)",
+            path=str(directory),
         )
-    bloom = ScalableBloomFilter(1000, 0.001)
-    snapshot = directory / URL_SNAPSHOT
-    data = load_snapshot(snapshot)
-    if data is not None:
-        try:
-            bloom = ScalableBloomFilter.from_bytes(data)
-        except StateError as exc:
-            raise StateError(str(exc), path=str(snapshot)) from None
-    fingerprints, _, _ = read_records(directory / URL_JOURNAL)
-    for fp in fingerprints:
-        bloom.add(fp)
-    urls = len(bloom)
+    return read_only(directory / STATE_FILE)
 
-    meta, heads, members, related, near = read_content(directory)
 
-    confirmed = None
-    if (directory / URL_CONFIRM).exists():
-        store = FingerprintStore(directory / URL_CONFIRM)
-        confirmed = store.counter("false_positives")
-        store.close()
+def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
+    """Everything the command prints, as plain data."""
+    db = _open(directory)
+    try:
+        bloom = ScalableBloomFilter(1000, 0.001)
+        for keys in db.url_keys():
+            bloom.update(keys)
+        urls = len(bloom)
+        meta, heads, members, related, near = _read_content(db)
+        confirmed = db.counter("false_positives")
+    finally:
+        db.abandon()
     return {
         "state_dir": str(directory),
         "urls": {
@@ -90,46 +73,38 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
     }
 
 
-def read_content(
-    directory: Path,
-) -> tuple[dict[str, Any], set[str], dict[str, Member], dict[str, Member], dict[str, Member]]:
+Content = tuple[dict[str, Any], set[str], dict[str, Member], dict[str, Member], dict[str, Member]]
+
+
+def read_content(directory: Path) -> Content:
     """The content state of a state directory: its meta, kept keys, duplicates, related and
-    near documents (in the order they were recorded), from the snapshot and the journal,
-    without building an index."""
-    meta: dict[str, Any] = {}
-    heads: set[str] = set()
-    members: dict[str, Member] = {}
-    related: dict[str, Member] = {}
-    near: dict[str, Member] = {}
-    snapshot = directory / CONTENT_SNAPSHOT
-    data = load_snapshot(snapshot)
+    near documents (in the order they were recorded), without building an index."""
+    db = _open(directory)
     try:
-        for record in iter_state(data) if data is not None else ():
-            if record[0] == "meta":
-                meta = record[1]
-            elif record[0] == "exact":
-                heads.add(record[1])
-            elif record[0] == "member":
-                members[record[1].key] = record[1]
-            elif record[0] == "related":
-                related[record[1].key] = record[1]
-            elif record[0] == "nearby":
-                near[record[1].key] = record[1]
-    except StateError as exc:
-        raise StateError(str(exc), path=str(snapshot)) from None
-    journal = directory / CONTENT_JOURNAL
-    records, _, _ = read_records(journal)
-    for payload in records:
-        try:
-            record = decode_content_record(payload)
-        except (ValueError, struct.error, UnicodeDecodeError) as exc:
-            raise StateError(f"unreadable journal record: {exc}", path=str(journal)) from None
-        if isinstance(record, MemberRecord):
-            member = Member(record.key, record.head, record.method, record.similarity)
-            (related if record.related else near if record.near else members)[record.key] = member
-        else:
-            heads.add(record.key)
-    return meta, heads, members, related, near
+        return _read_content(db)
+    finally:
+        db.abandon()
+
+
+def _read_content(db: StateDB) -> Content:
+    try:
+        meta = json.loads(db.meta("content") or "{}")
+    except ValueError as exc:
+        raise StateError(f"unreadable meta: {exc}", path=str(db.path)) from None
+    heads = {head.key for _, head in db.heads()}
+    found: dict[str, dict[str, Member]] = {"member": {}, "related": {}, "near": {}}
+    for kind, key, head, method, similarity in db.relations():
+        found.setdefault(kind, {})[key] = Member(key, head, method, similarity)
+    return meta, heads, found["member"], found["related"], found["near"]
+
+
+def read_texts(directory: Path, wanted: list[str]) -> dict[str, str] | None:
+    """The kept texts of the ``wanted`` keys; None when the crawl kept none."""
+    db = _open(directory)
+    try:
+        return db.texts(wanted) if db.has_texts() else None
+    finally:
+        db.abandon()
 
 
 def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str, Any]:

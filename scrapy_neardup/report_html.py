@@ -1,27 +1,31 @@
-"""``scrapy neardup-stats --html FILE``: one self-contained page to audit a crawl's drops.
+"""``scrapy neardup-stats --html FILE`` and ``--drops FILE``: audit a crawl's drops.
 
-Promises: the summary figures, the clusters, and for each drop the two kept texts side by side
-(shared passages in ``<mark>``, what only one holds in ``<del>``/``<ins>``) with the backend,
-its similarity, and the exact containment of
-:func:`~scrapy_neardup.backends.containment.text_coverage`, flagged by the same
-:func:`~scrapy_neardup.backends.containment.lossy` line as the evaluation. It reads a state,
-never writes one, and needs the kept texts (``NEARDUP_KEEP_TEXT``) for the side-by-side view.
-Rationale: ``docs/design.md#audit-page``.
+Promises: every drop is audited by :func:`audit`, with the lossless rule the decision used
+(:func:`~scrapy_neardup.backends.containment.text_coverage`: the same
+:func:`~scrapy_neardup.backends.containment.losses`, exactly, from the kept texts), and listed
+riskiest first:
+by the words it loses, then by its containment; exact copies are counted per cluster. The
+``--html`` page shows each drop's lost passages and both texts side by side (shared passages
+in ``<mark>``, what only one holds in ``<del>``/``<ins>``); ``--drops`` writes one JSON line a
+drop. It reads a state, never writes one, and needs the kept texts (``NEARDUP_KEEP_TEXT``)
+for losses and the side-by-side view. Rationale: ``docs/design.md#audit-page``.
 """
 
 from __future__ import annotations
 
 import difflib
 import html
+import json
 import re
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrapy_neardup.backends.containment import LOSSY_BELOW, Coverage, lossy, text_coverage
-from scrapy_neardup.state_format import Member
-from scrapy_neardup.storage.texts import TEXTS_FILE, read_texts, redis_key, redis_texts
+from scrapy_neardup.backends.containment import Coverage, lost_passages, text_coverage
+from scrapy_neardup.deduplicator import Member
+from scrapy_neardup.storage.texts import redis_key, redis_texts
 from scrapy_neardup.text import CJK_CHARS
 
 #: Drops shown with their texts unless ``--max-drops`` says otherwise.
@@ -45,6 +49,7 @@ table { border-collapse: collapse; } td, th { padding: .2em .8em; vertical-align
 .drop { margin: 1.5em 0; padding-top: .5em; border-top: 2px solid #ddd; }
 .drop h3 { font-size: 1em; font-weight: normal; word-break: break-all; }
 .lossy { color: #b00020; font-weight: bold; }
+.lost li { color: #b00020; }
 .pair { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }
 .text { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 32em; overflow: auto;
   border: 1px solid #ddd; padding: .5em; font-size: .92em; background: #fcfcfc; }
@@ -68,11 +73,75 @@ def _link(key: str) -> str:
     return esc(key)
 
 
-def containment(dropped: str, kept: str) -> float | None:
-    """Share of ``dropped``'s word 3-shingles within its lines found in ``kept`` (None: no
-    words): :func:`~scrapy_neardup.backends.containment.text_coverage`'s ``shingles``."""
-    found = text_coverage(dropped, kept)
-    return None if found is None else found.shingles
+@dataclass(frozen=True)
+class Audit:
+    """One drop as audited: ``found`` (None where a text was not kept) and what it lost."""
+
+    member: Member
+    found: Coverage | None
+    lost: tuple[str, ...] = ()
+
+    @property
+    def lost_words(self) -> int | None:
+        """Words of the dropped text the kept one lacks (None: not known)."""
+        if self.found is None:
+            return None
+        return len(self.found.loss.positions()) if self.found.loss else 0
+
+    def risk(self) -> tuple[float, float, str]:
+        """Sort key: what it loses first (unknown after known losses), then containment."""
+        lost = self.lost_words
+        words = self.found.words if self.found is not None else 1.0
+        return (-(lost if lost is not None else 0.5), words, self.member.key)
+
+    def record(self) -> dict[str, Any]:
+        """The ``--drops`` JSON line."""
+        found = self.found
+        return {
+            "dropped": self.member.key,
+            "kept": self.member.head,
+            "method": self.member.method,
+            "similarity": round(self.member.similarity, 4),
+            "containment": None if found is None else round(found.words, 4),
+            "lost_words": self.lost_words,
+            "lost": None if found is None else list(self.lost),
+        }
+
+
+def audit(
+    members: Iterable[Member], texts: dict[str, str]
+) -> tuple[list[Audit], dict[str, int], dict[str, str]]:
+    """Every drop but exact copies audited, riskiest first; exact copies counted by cluster
+    head; and the texts of the drops and their kept pages (``texts``: the kept texts, at
+    least of :func:`wanted`)."""
+    drops = {m.key: m for m in members}
+    wanted = texts
+    exact: dict[str, int] = {}
+    audits = []
+    for m in drops.values():
+        if m.method == "exact":
+            exact[m.head] = exact.get(m.head, 0) + 1
+            continue
+        dropped, kept = wanted.get(m.key), wanted.get(m.head)
+        found = None
+        if dropped is not None and kept is not None:
+            found = text_coverage(dropped, kept)
+        lost = tuple(lost_passages(dropped, found)) if found is not None and dropped else ()
+        audits.append(Audit(m, found, lost))
+    return sorted(audits, key=Audit.risk), exact, wanted
+
+
+def write_drops(path: str | Path, audits: Iterable[Audit], exact: Iterable[Member]) -> int:
+    """One JSON line a drop (``--drops FILE``), riskiest first, exact copies last; returns
+    how many."""
+    n = 0
+    with open(path, "w", encoding="utf-8") as out:
+        for record in [*(a.record() for a in audits), *(Audit(m, None).record() for m in exact)]:
+            if record["method"] == "exact":
+                record.update(containment=1.0, lost_words=0, lost=[])
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            n += 1
+    return n
 
 
 def _diff_tokens(text: str) -> list[str]:
@@ -124,34 +193,21 @@ def _merge_short(
     return [(t, i1, i2, j1, j2) for t, i1, i2, j1, j2 in out]
 
 
-def ordered_drops(members: Iterable[Member]) -> list[tuple[str, list[Member]]]:
-    """Clusters, largest first (then by head), each with its drops in the order given."""
-    by_head: dict[str, list[Member]] = {}
-    for m in members:
-        by_head.setdefault(m.head, []).append(m)
-    return sorted(by_head.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-
-
-def shown(clusters: list[tuple[str, list[Member]]], max_drops: int) -> list[Member]:
-    """The first ``max_drops`` drops, cluster by cluster."""
-    return [m for _, ms in clusters for m in ms][:max_drops]
-
-
 def render_page(
     summary: dict[str, Any],
-    members: Iterable[Member],
+    audits: list[Audit],
+    exact: dict[str, int],
     texts: dict[str, str],
     *,
     texts_kept: bool,
     max_drops: int = MAX_DROPS,
 ) -> str:
     """The page (a string of HTML), from ``summary`` (:func:`scrapy_neardup.report.summarize`
-    or ``summarize_redis``), every drop, and the kept texts of the drops shown and their
-    originals."""
-    clusters = ordered_drops(members)
-    drops = shown(clusters, max_drops)
-    anchor = {m.key: f"drop-{n}" for n, m in enumerate(drops, 1)}
-    total = sum(len(ms) for _, ms in clusters)
+    or ``summarize_redis``), the audited drops (:func:`audit`, riskiest first), the exact
+    copies counted by head, and the kept texts of the drops and their kept pages."""
+    drops = audits[:max_drops]
+    anchor = {a.member.key: f"drop-{n}" for n, a in enumerate(drops, 1)}
+    lossy = sum(1 for a in audits if a.lost_words)
     source = summary.get("redis") or summary.get("state_dir") or "?"
     out = [
         "<!DOCTYPE html>",
@@ -160,34 +216,35 @@ def render_page(
         f"<title>scrapy-neardup drops: {esc(source)}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>scrapy-neardup: what was dropped, and for what ({esc(source)})</h1>",
-        _figures(summary, total, len(drops), sum(1 for k in anchor if k in texts)),
+        _figures(summary, len(audits), sum(exact.values()), lossy, len(drops)),
     ]
     if not texts_kept:
         out.append(
             '<p class="note" id="no-texts">No texts were kept for this crawl, so the drops '
-            "below show their similarity but not their texts. To see each dropped text beside "
-            "the kept one, crawl with <code>NEARDUP_KEEP_TEXT = 20000</code> (characters kept "
-            "per document) and a <code>JOBDIR</code> or Redis state.</p>"
+            "below show their similarity but not their texts or what they lost. To see each "
+            "dropped text beside the kept one, crawl with <code>NEARDUP_KEEP_TEXT = 20000</code>"
+            " (characters kept per document) and a <code>JOBDIR</code> or Redis state.</p>"
         )
-    if len(drops) < total:
+    if len(drops) < len(audits):
         out.append(
-            f'<p class="note">{len(drops)} of {total} drops are shown with their texts '
-            "(<code>--max-drops</code> shows more).</p>"
+            f'<p class="note">The {len(drops)} riskiest of {len(audits)} drops are shown '
+            "(<code>--max-drops</code> shows more, <code>--drops FILE</code> lists all).</p>"
         )
-    out.append(_clusters(clusters, anchor))
-    out.append("<h2>Drops</h2>")
+    out.append(_clusters(audits, exact, anchor))
+    out.append("<h2>Drops, riskiest first</h2>")
     if not drops:
-        out.append("<p>Nothing was dropped.</p>")
-    for m in drops:
-        out.append(_drop(m, anchor[m.key], texts.get(m.head), texts.get(m.key)))
+        out.append("<p>Nothing was dropped but exact copies.</p>")
+    for a in drops:
+        m = a.member
+        out.append(_drop(a, anchor[m.key], texts.get(m.head), texts.get(m.key)))
     out.append(_related(summary["content"]))
     out.append(_near(summary["content"]))
     out.append(
         "<footer><p><mark>shared</mark> passage in both texts; <del>only in the kept text</del>"
-        "; <ins>only in the dropped text</ins>. Containment: share of the dropped text's word "
-        "3-shingles (within its lines) found in the kept text; below "
-        f"{LOSSY_BELOW} the drop lost text that nothing kept holds. Covered words: share of "
-        "its words in a 3-shingle of the kept text.</p></footer></body></html>"
+        "; <ins>only in the dropped text</ins>. Lost: a line, a run of words, or a title "
+        "word, identifier or number of the dropped text that the kept text lacks; a drop under "
+        "the default decision loses none. Containment: share of its words in a 3-shingle of "
+        "the kept text.</p></footer></body></html>"
     )
     return "\n".join(out) + "\n"
 
@@ -233,55 +290,70 @@ def _near(content: dict[str, Any]) -> str:
     )
 
 
-def _figures(summary: dict[str, Any], total: int, drops: int, with_text: int) -> str:
+def _figures(summary: dict[str, Any], drops: int, exact: int, lossy: int, shown: int) -> str:
     u, c = summary["urls"], summary["content"]
     rows = [
         ("URLs seen", u["seen"]),
         ("method", f"{c['method'] or 'no documents yet'} {c.get('params') or ''}".strip()),
         ("documents kept (indexed)", c["documents_indexed"]),
-        ("duplicates", total),
+        ("duplicates", drops + exact),
         *((f"  by {method}", n) for method, n in sorted(c["duplicates_by_method"].items())),
+        ("exact copies (counted by cluster)", exact),
+        ("drops that lose text", lossy),
         ("clusters with a duplicate", c["clusters"]),
-        ("drops shown", drops),
-        ("drops shown with their text", with_text),
+        ("drops shown", shown),
     ]
     body = "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(str(v))}</td></tr>" for k, v in rows)
     return f'<table class="figures">{body}</table>'
 
 
-def _clusters(clusters: list[tuple[str, list[Member]]], anchor: dict[str, str]) -> str:
+def _clusters(audits: list[Audit], exact: dict[str, int], anchor: dict[str, str]) -> str:
+    """Each kept page with what was dropped for it: its exact copies counted, the other
+    drops listed (the shown ones linked), largest clusters first."""
+    listed: dict[str, list[Audit]] = {}
+    for a in audits:
+        listed.setdefault(a.member.head, []).append(a)
+    heads = sorted(
+        set(listed) | set(exact), key=lambda h: (-len(listed.get(h, [])) - exact.get(h, 0), h)
+    )
     rows = []
-    for head, ms in clusters:
-        listed = [m for m in ms if m.key in anchor]
-        if not listed:
-            break
+    for head in heads:
         items = "".join(
-            f'<li><a href="#{anchor[m.key]}">{esc(m.key)}</a> '
-            f"({esc(m.method)}, {m.similarity:.3f})</li>"
-            for m in listed
+            f"<li>{_anchored(a.member.key, anchor)} ({esc(a.member.method)}, "
+            f"{a.member.similarity:.3f}{_lost_note(a)})</li>"
+            for a in listed.get(head, [])
         )
-        more = len(ms) - len(listed)
-        if more:
-            items += f"<li>... and {more} more</li>"
-        rows.append(f"<tr><td>{_link(head)}</td><td>{len(ms)}</td><td><ul>{items}</ul></td></tr>")
+        if exact.get(head):
+            items += f"<li>{exact[head]} exact copies</li>"
+        drops = len(listed.get(head, [])) + exact.get(head, 0)
+        rows.append(f"<tr><td>{_link(head)}</td><td>{drops}</td><td><ul>{items}</ul></td></tr>")
     return (
         '<h2>Clusters</h2><table class="clusters"><tr><th>kept (cluster head)</th>'
         "<th>drops</th><th>dropped for it</th></tr>" + "".join(rows) + "</table>"
     )
 
 
-def _drop(member: Member, anchor: str, kept: str | None, dropped: str | None) -> str:
+def _anchored(key: str, anchor: dict[str, str]) -> str:
+    return f'<a href="#{anchor[key]}">{esc(key)}</a>' if key in anchor else esc(key)
+
+
+def _lost_note(a: Audit) -> str:
+    return f', <b class="lossy">{a.lost_words} words lost</b>' if a.lost_words else ""
+
+
+def _drop(a: Audit, anchor: str, kept: str | None, dropped: str | None) -> str:
+    member, found = a.member, a.found
     figures = [f"method <b>{esc(member.method)}</b>", f"similarity <b>{member.similarity:.3f}</b>"]
+    lost = ""
+    if found is not None:
+        figures.append(f"containment <b>{found.words:.3f}</b>")
+        if a.lost_words:
+            figures.append(f'<b class="lossy">lost: {a.lost_words} words</b>')
+            items = "".join(f"<li>{esc(passage)}</li>" for passage in a.lost)
+            lost = f'<ul class="lost">{items}</ul>'
+        else:
+            figures.append('<b class="contained">nothing lost</b>')
     if kept is not None and dropped is not None:
-        found: Coverage | None = text_coverage(dropped, kept)
-        if found is not None:
-            lost = lossy(found)
-            figures.append(
-                f'containment <b class="{"lossy" if lost else "contained"}">'
-                f"{found.shingles:.3f}</b>"
-                + (" (lossy: the dropped text is mostly not in the kept one)" if lost else "")
-            )
-            figures.append(f"covered words <b>{found.words:.3f}</b>")
         left, right = marked(kept, dropped)
     else:
         left = esc(kept) if kept is not None else '<span class="missing">text not kept</span>'
@@ -290,7 +362,7 @@ def _drop(member: Member, anchor: str, kept: str | None, dropped: str | None) ->
         )
     return (
         f'<section class="drop" id="{anchor}"><h3>dropped {_link(member.key)}<br/>'
-        f"for kept {_link(member.head)}</h3><p>{' · '.join(figures)}</p>"
+        f"for kept {_link(member.head)}</h3><p>{' · '.join(figures)}</p>{lost}"
         '<div class="pair"><div><h4>kept</h4>'
         f'<div class="text kept">{left}</div></div><div><h4>dropped</h4>'
         f'<div class="text dropped">{right}</div></div></div></section>'
@@ -302,52 +374,71 @@ def _drop(member: Member, anchor: str, kept: str | None, dropped: str | None) ->
 
 def page_for_dir(directory: Path, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
     """The page for a state directory, and what it shows (``drops``, ``shown``, ``texts``)."""
-    from scrapy_neardup.report import read_content, summarize
+    from scrapy_neardup.report import read_content, read_texts, summarize
 
     summary = summarize(directory)
     _, _, members, _, _ = read_content(directory)
-    drops = shown(ordered_drops(members.values()), max_drops)
-    path = directory / TEXTS_FILE
-    texts = read_texts(path, _wanted(drops))
+    found = read_texts(directory, _wanted(members.values()))
+    audits, exact, texts = audit(members.values(), found or {})
     page = render_page(
-        summary, members.values(), texts, texts_kept=path.exists(), max_drops=max_drops
+        summary, audits, exact, texts, texts_kept=found is not None, max_drops=max_drops
     )
-    return page, _counts(members.values(), drops, texts)
+    return page, _counts(audits, exact, max_drops)
 
 
-def page_for_redis(url: str, prefix: str, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
-    """The page for a crawl whose state is in Redis under ``{prefix}:neardup:``."""
+def drops_for_dir(directory: Path, out: str | Path) -> int:
+    """``--drops FILE`` for a state directory: how many drops were written."""
+    from scrapy_neardup.report import read_content, read_texts
+
+    _, _, members, _, _ = read_content(directory)
+    audits, _, _ = audit(members.values(), read_texts(directory, _wanted(members.values())) or {})
+    return write_drops(out, audits, (m for m in members.values() if m.method == "exact"))
+
+
+def _redis_drops(url: str, prefix: str) -> tuple[list[Member], list[Audit], dict, dict, bool]:
     from scrapy_neardup.exceptions import StorageError
-    from scrapy_neardup.report import summarize_redis
     from scrapy_neardup.storage import redis_client, redis_index
 
-    summary = summarize_redis(url, prefix)
     client = redis_client.connect(url, retries=1)
     try:
-        members = sorted(
-            (Member(*fields) for fields in redis_index.members(client, prefix)),
-            key=lambda m: m.key,
-        )
-        drops = shown(ordered_drops(members), max_drops)
-        texts = redis_texts(client, prefix, _wanted(drops))
+        members = [Member(*fields) for fields in redis_index.members(client, prefix)]
+        audits, exact, texts = audit(members, redis_texts(client, prefix, _wanted(members)))
         texts_kept = bool(client.exists(redis_key(prefix)))
     except redis_client.REDIS_ERRORS as exc:
         raise StorageError(f"cannot read {url}: {exc}") from None
     finally:
         client.close()
-    page = render_page(summary, members, texts, texts_kept=texts_kept, max_drops=max_drops)
-    return page, _counts(members, drops, texts)
+    return members, audits, exact, texts, texts_kept
 
 
-def _wanted(drops: list[Member]) -> set[str]:
-    return {m.key for m in drops} | {m.head for m in drops}
+def page_for_redis(url: str, prefix: str, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
+    """The page for a crawl whose state is in Redis under ``{prefix}:neardup:``."""
+    from scrapy_neardup.report import summarize_redis
+
+    summary = summarize_redis(url, prefix)
+    _, audits, exact, texts, texts_kept = _redis_drops(url, prefix)
+    page = render_page(summary, audits, exact, texts, texts_kept=texts_kept, max_drops=max_drops)
+    return page, _counts(audits, exact, max_drops)
 
 
-def _counts(
-    members: Iterable[Member], drops: list[Member], texts: dict[str, str]
-) -> dict[str, int]:
+def drops_for_redis(url: str, prefix: str, out: str | Path) -> int:
+    """``--drops FILE`` for a crawl in Redis: how many drops were written."""
+    members, audits, _, _, _ = _redis_drops(url, prefix)
+    return write_drops(out, audits, (m for m in members if m.method == "exact"))
+
+
+def _counts(audits: list[Audit], exact: dict[str, int], max_drops: int) -> dict[str, int]:
+    shown = audits[:max_drops]
     return {
-        "drops": sum(1 for _ in members),
-        "shown": len(drops),
-        "texts": sum(1 for m in drops if m.key in texts and m.head in texts),
+        "drops": len(audits) + sum(exact.values()),
+        "shown": len(shown),
+        "texts": sum(1 for a in shown if a.found is not None),
+        "lossy": sum(1 for a in audits if a.lost_words),
     }
+
+
+def _wanted(members: Iterable[Member]) -> list[str]:
+    """The keys whose texts an audit reads: every drop that is not an exact copy, and the
+    page it was dropped for."""
+    near = [m for m in members if m.method != "exact"]
+    return sorted({m.key for m in near} | {m.head for m in near})

@@ -6,7 +6,7 @@ times, ``Decimal`` and ``UUID``, Scrapy items, dataclass and attrs instances, ca
 are the spider's methods); anything else raises :class:`Unjournalable` or ValueError. Reading
 a record imports nothing: a class is looked up among modules already imported and must be
 of the kind its tag says. The plugin's own meta keys (:mod:`scrapy_neardup.meta`) are left
-out. Tags and rationale: ``docs/design.md#frontier-journal``.
+out. Tags and rationale: ``docs/design.md#frontier``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from typing import Any
 
 from scrapy_neardup.backends import BACKENDS, DEFAULT_BACKEND
 from scrapy_neardup.backends.containment import (
-    BOILERPLATE_SHARE,
     COVERAGE,
     DECISIONS,
     RELATED,
@@ -163,11 +162,11 @@ _TABLE: tuple[Setting, ...] = (
     ),
     Setting(
         "NEARDUP_CONTAINED_WORDS", float, COVERAGE,
-        "contained: share of a page's words in 3-shingles of a kept page.", 0.0, 1.0,
+        "contained: share of a page's words in 3-shingles of a kept page (a screen).", 0.0, 1.0,
     ),
     Setting(
         "NEARDUP_CONTAINED_SHINGLES", float, SHINGLES,
-        "contained: share of a page's 3-shingles a kept page holds.", 0.0, 1.0,
+        "contained: share of each line's 3-shingles a kept page must hold.", 0.0, 1.0,
     ),
     Setting(
         "NEARDUP_RELATED", float, RELATED,
@@ -182,8 +181,8 @@ _TABLE: tuple[Setting, ...] = (
         "similar: the word shingle length its similarity is measured on.", 1, 5,
     ),
     Setting(
-        "NEARDUP_BOILERPLATE_SHARE", float, BOILERPLATE_SHARE,
-        "Share of a page's words in lines its site repeats that makes it boilerplate.", 0.0, 1.0,
+        "NEARDUP_SIMILARITY_SPOTS", bool, True,
+        "similar: pages whose spot signatures match are similar too (reprints).",
     ),
     Setting(
         "NEARDUP_MIN_TOKENS", int, 50, "Pages with fewer tokens are matched exactly only.", 0
@@ -247,7 +246,7 @@ _TABLE: tuple[Setting, ...] = (
     # main content
     Setting("NEARDUP_EXTRACT", bool, True, "Extract the main text of pages with trafilatura."),
     Setting(
-        "NEARDUP_EXTRACT_FAST", bool, True, "Read pages fast first, in full before a drop."
+        "NEARDUP_EXTRACT_FAST", bool, False, "Read pages with trafilatura's fast mode only."
     ),
     Setting(
         "NEARDUP_WORKERS", int, default_workers,
@@ -300,6 +299,11 @@ _TABLE: tuple[Setting, ...] = (
     Setting(
         "NEARDUP_REDIS_TIMEOUT", float, 5.0, "Seconds a Redis call may take.", 0.0, 600.0
     ),
+    Setting(
+        "NEARDUP_LEASE_TIMEOUT", float, 60.0, "Seconds after which a silent worker's requests "
+        "go back to the shared queue (scrapy_neardup.leases.LeasingScheduler).", 1.0, 86400.0,
+        low_ok=True,
+    ),
     Setting("NEARDUP_DEBUG", bool, False, "Log every duplicate, not only the first."),
 )  # fmt: skip
 
@@ -323,5 +327,6 @@ DECISION_SETTINGS: dict[str, tuple[str, Any]] = {
         ("related", "NEARDUP_RELATED"),
         ("similarity", "NEARDUP_SIMILARITY"),
         ("similar_shingles", "NEARDUP_SIMILARITY_SHINGLES"),
+        ("similar_spots", "NEARDUP_SIMILARITY_SPOTS"),
     )
 }

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 from scrapy_neardup.exceptions import NearDupError
 
@@ -82,3 +83,17 @@ def _quiet_twisted_stderr() -> None:
     temporary = getattr(globalLogBeginner, "_temporaryObserver", None)
     if temporary is not None:
         globalLogPublisher.removeObserver(temporary)
+
+
+def exit_with_error(crawler: Any) -> None:
+    """Have the crawl's process exit with status 1 once the crawl has ended (``scrapy
+    crawl``, ``CrawlerProcess``), as after a failed start: for a crawl the plugin stopped
+    before its end. Scrapy has no public way for a component to set the exit status; it
+    exits with 1 when a crawler ends without a spider, so the crawler lets its spider go at
+    ``engine_stopped``, the last signal of a crawl, once every component has closed."""
+    from scrapy import signals
+
+    def let_spider_go(*args: Any, **kwargs: Any) -> None:
+        crawler.spider = None
+
+    crawler.signals.connect(let_spider_go, signal=signals.engine_stopped, weak=False)

@@ -245,9 +245,11 @@ class ShingleSpec:
 
 @dataclass
 class Document:
-    """One text and the features derived from it, each computed once and only when asked."""
+    """One text and the features derived from it, each computed once and only when asked;
+    ``title``: the text's first line is this title (a page's, as extraction puts it)."""
 
     text: str
+    title: str = ""
     _shingles: dict[ShingleSpec, np.ndarray] = field(default_factory=dict, repr=False)
 
     @cached_property

@@ -90,3 +90,33 @@ class LoopHandle:
             self.reactor.callFromThread(fn, *args)
         elif self.loop is not None:
             self.loop.call_soon_threadsafe(fn, *args)
+
+
+def call_every(period: float, fn: Callable[[], None]) -> Callable[[], None]:
+    """``fn()`` every ``period`` seconds at the loop's turns (from the loop's own thread),
+    the first call ``period`` from now; returns what stops it. ``fn`` must not raise.
+    Timed by asyncio's loop where one runs (Scrapy's default reactor runs one), whose clock
+    is monotonic; Twisted's ``callLater`` follows the wall clock."""
+    try:
+        later = asyncio.get_running_loop().call_later
+        reactor = None
+    except RuntimeError:  # another Twisted reactor
+        reactor = _reactor()
+        later = reactor.callLater
+    handle: Any = None
+
+    def tick() -> None:
+        nonlocal handle
+        fn()
+        if handle is not None:
+            handle = later(period, tick)
+
+    def stop() -> None:
+        nonlocal handle
+        if handle is not None:
+            pending, handle = handle, None
+            if reactor is None or pending.active():
+                pending.cancel()
+
+    handle = later(period, tick)
+    return stop

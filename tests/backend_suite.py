@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, settings
+from saved_state import resume
 
 import corpus as C
 from scrapy_neardup.backends import BACKENDS, Backend, make_backend
@@ -193,8 +194,7 @@ class BackendSuite:
         first = self.dedup()
         for sample in samples[:40]:
             first.check(sample.key, sample.text)
-        second = self.dedup()
-        second.load_bytes(first.to_bytes())
+        second = resume(first, self.dedup())
         assert len(second) == len(first)
         assert second.clusters() == first.clusters()
         for sample in samples[40:]:
@@ -208,7 +208,7 @@ class BackendSuite:
         other = Deduplicator(self.method(**self.other_params))
         assert other.method.params() != saved.method.params()
         with pytest.raises(StateError):
-            other.load_bytes(saved.to_bytes())
+            resume(saved, other)
         assert len(other) == 0
 
     # -- Redis -------------------------------------------------------------------------------

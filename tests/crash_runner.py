@@ -11,6 +11,12 @@ event, however loaded the machine is: :func:`stopped` waits for it, :func:`kill_
 kills it. A test that waits for the N-th line and then kills would let the crawl go on
 meanwhile, and on a busy machine even finish.
 
+With ``"close_at": N`` the run stops itself gracefully (``SIGTERM``, as Ctrl-C does) right
+after its N-th item; with ``"kill_at_write": W`` as well, it dies of ``SIGKILL`` at the W-th
+write from then on (each commit of the state database, each ``fsync`` and ``os.replace``: the
+writes of the close, of this release and of the one before), so that a test kills the close
+at each of its writes in turn.
+
 Every item's fate (kept or dropped, with the reason) is appended to ``log`` and fsynced as it
 happens, so what a run delivered before a SIGKILL is on disk; that stands in for a feed whose
 writes are durable. At a normal end a final ``{"stats": ...}`` line is appended.
@@ -101,18 +107,23 @@ def main() -> None:
     log = Path(args["log"]).open("a", encoding="utf-8")  # noqa: SIM115 - open for the run
 
     stop_at = args.get("stop_at")
+    close_at = args.get("close_at")
+    writes = _kill_at_write(args.get("kill_at_write"))
     logged = 0
 
     def write(record: dict[str, Any]) -> None:
         nonlocal logged
         log.write(json.dumps(record) + "\n")
         log.flush()
-        os.fsync(log.fileno())
+        _fsync(log.fileno())  # the log's own: not a write of the crawl
         if "stats" in record:
             return
         logged += 1
         if logged == stop_at:
             os.kill(os.getpid(), signal.SIGSTOP)  # the test kills us here (see stopped())
+        if logged == close_at:
+            writes["counting"] = True
+            os.kill(os.getpid(), signal.SIGTERM)  # Scrapy's graceful stop
 
     def on_opened(spider: Any) -> None:
         if stop_at == 0:
@@ -138,6 +149,37 @@ def main() -> None:
     }
     write({"stats": stats})
     log.close()
+
+
+_fsync = os.fsync
+
+
+def _kill_at_write(kill_at: int | None) -> dict[str, Any]:
+    """Make ``os.fsync``, ``os.replace`` and the state database's commit die of SIGKILL at
+    their ``kill_at``-th call once ``counting`` is set; the counter, to set it."""
+    writes: dict[str, Any] = {"counting": False, "count": 0}
+    if kill_at is None:
+        return writes
+
+    def point(call: Any) -> Any:
+        def write(*args: Any, **kwargs: Any) -> Any:
+            if writes["counting"]:
+                writes["count"] += 1
+                if writes["count"] == kill_at:
+                    os.kill(os.getpid(), signal.SIGKILL)
+            return call(*args, **kwargs)
+
+        return write
+
+    os.fsync = point(os.fsync)
+    os.replace = point(os.replace)
+    try:
+        from scrapy_neardup.storage.statedb import StateDB
+    except ImportError:  # the release before: files, fsynced and replaced
+        pass
+    else:
+        StateDB.commit = point(StateDB.commit)
+    return writes
 
 
 if __name__ == "__main__":

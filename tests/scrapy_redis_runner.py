@@ -1,4 +1,5 @@
-"""tests/crawl_runner.py, plus a record of what the crawl fetched and of its scheduler.
+"""tests/crawl_runner.py, plus a record of what the crawl fetched and of its scheduler; and
+workers sharing a scrapy-redis queue, one of them killed (:func:`kill_one_of_three`).
 
     python tests/scrapy_redis_runner.py '{"start_url": ..., "settings": {...}, "out": "r.json"}'
 
@@ -59,6 +60,77 @@ class FetchLog:
     def spider_closed(self, spider: Any, reason: str) -> None:
         self.record["closed"] = self._dupefilter()
         self.path.write_text(json.dumps(self.record, indent=1))
+
+
+#: The three ways a queue is shared that :func:`workers_settings` knows.
+SCHEDULERS = {
+    "scrapy-redis": {  # scrapy-redis alone: its scheduler and its dupefilter, no plugin
+        "ADDONS": {},
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+    },
+    "scrapy-redis+plugin": {
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_neardup.NearDupDupeFilter",
+    },
+    "leases": {
+        "SCHEDULER": "scrapy_neardup.leases.LeasingScheduler",
+        "DUPEFILTER_CLASS": "scrapy_neardup.NearDupDupeFilter",
+    },
+}
+
+
+def workers_settings(redis_url: str, prefix: str, scheduler: str) -> dict[str, Any]:
+    """Settings of workers that share one queue under ``prefix`` (``scheduler``: a key of
+    :data:`SCHEDULERS`); with the plugin, its state in the same Redis and a short lease."""
+    settings = {
+        "LOG_LEVEL": "INFO",
+        "CONCURRENT_REQUESTS": 4,
+        "SCHEDULER_PERSIST": True,
+        "SCHEDULER_IDLE_BEFORE_CLOSE": 0,
+        "SCHEDULER_QUEUE_KEY": f"{prefix}:requests",
+        "SCHEDULER_DUPEFILTER_KEY": f"{prefix}:dupefilter",
+        "REDIS_URL": redis_url,
+        "NEARDUP_STORAGE": "redis",
+        "NEARDUP_REDIS_URL": redis_url,
+        "NEARDUP_KEY_PREFIX": prefix,
+        "NEARDUP_WORKERS": 0,
+        "NEARDUP_LEASE_TIMEOUT": 2,
+    }
+    return {**settings, **SCHEDULERS[scheduler]}
+
+
+def kill_one_of_three(
+    base: str, tmp_path: Path, settings: dict, kill_at: int
+) -> tuple[set[str], list[dict[str, Any]]]:
+    """Three workers crawl the kinds site (tests/kinds_site.py) from one shared queue; the
+    first is killed with SIGKILL right after its ``kill_at``-th item (it stops itself there:
+    tests/crash_runner.py), with requests in flight and items in its feed's buffer; the
+    other two run to the end. Returns the URLs in the union of the three feed files, and
+    the two survivors' stats."""
+    from crash_runner import feed_lines, kill_stopped, launch, stopped
+
+    stderr = tmp_path / "stderr.log"
+    procs = []
+    for n in range(3):
+        feed = {str(tmp_path / f"feed{n}.jsonl"): {"format": "jsonlines"}}
+        args = {
+            "start_url": base,
+            "spider": "tests.kinds_spiders.KindFollow",
+            "log": str(tmp_path / f"fates{n}.jsonl"),
+            "settings": {**settings, "FEEDS": feed},
+        }
+        if n == 0:
+            args["stop_at"] = kill_at
+        procs.append(launch(args, stderr, tmp_path))
+    assert stopped(procs[0], 120), stderr.read_text()[-3000:]
+    kill_stopped(procs[0])
+    stats = []
+    for proc, n in zip(procs[1:], (1, 2), strict=True):
+        assert proc.wait(240) == 0, stderr.read_text()[-3000:]
+        stats.append(feed_lines(tmp_path / f"fates{n}.jsonl")[-1]["stats"])
+    urls = {item["url"] for n in range(3) for item in feed_lines(tmp_path / f"feed{n}.jsonl")}
+    return urls, stats
 
 
 def main() -> None:

@@ -20,3 +20,21 @@ class StartUrlsSpider(scrapy.Spider):
 
     def parse(self, response: Response) -> Iterator[Any]:
         yield {"url": response.url, "title": response.css("title::text").get(default="")}
+
+
+class PaddedSpider(scrapy.Spider):
+    """The demo spider with items too large for the feed's write buffer: each line reaches
+    the OS as it is exported (a feed whose lines reach the disk before the state commits)."""
+
+    name = "demo"
+
+    def __init__(self, start_url: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.start_urls = [start_url]
+
+    def parse(self, response: Response) -> Iterator[Any]:
+        if not isinstance(response, scrapy.http.TextResponse):
+            return  # the site links an image too
+        if response.css('meta[property="og:type"]::attr(content)').get() == "article":
+            yield {"url": response.url, "padding": "x" * 16384}
+        yield from response.follow_all(css="a::attr(href)", callback=self.parse)

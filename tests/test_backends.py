@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from backend_suite import TEXT, BackendSuite
+from saved_state import resume
 
 from scrapy_neardup.backends import (
     BACKENDS,
@@ -135,11 +136,10 @@ def test_a_state_from_before_the_new_defaults_resumes_with_the_old_settings(
     assert not ({"lines", "anchors"} & set(old.near.method.backend.params()))
     old.check("https://a.example/1", TEXT)
     config = NearDupConfig.from_settings({"NEARDUP_BACKEND": backend, **settings})
-    resumed = Deduplicator(backend_from_config(config))
-    resumed.load_bytes(old.to_bytes())
+    resumed = resume(old, Deduplicator(backend_from_config(config)))
     assert len(resumed) == 1
     with pytest.raises(StateError, match="params"):
-        Deduplicator(backend).load_bytes(old.to_bytes())
+        resume(old, Deduplicator(backend))
 
 
 def test_every_registered_backend_has_its_module_and_its_contract_suite() -> None:

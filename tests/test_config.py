@@ -34,7 +34,7 @@ def test_defaults() -> None:
     assert c.action == "drop"
     assert c.state_dir is None
     assert c.bloom_error_rate == 0.001
-    assert c.extract and c.extract_fast
+    assert c.extract and not c.extract_fast
     assert (c.page_timeout, c.page_memory) == (20.0, 1024)
 
 
@@ -119,7 +119,7 @@ COMMAND_LINE = [
     ("NEARDUP_RELATED", "0.6", "related", 0.6),
     ("NEARDUP_SIMILARITY", "0.5", "similarity", 0.5),
     ("NEARDUP_SIMILARITY_SHINGLES", "3", "similarity_shingles", 3),
-    ("NEARDUP_BOILERPLATE_SHARE", "0.8", "boilerplate_share", 0.8),
+    ("NEARDUP_SIMILARITY_SPOTS", "false", "similarity_spots", False),
     ("NEARDUP_NEAR_FIELD", "near", "near_field", "near"),
     ("NEARDUP_BACKEND_PARAMS", '{"num_perm": 256}', "backend_params", {"num_perm": 256}),
     ("NEARDUP_BACKEND_PARAMS", "", "backend_params", {}),
@@ -144,7 +144,7 @@ COMMAND_LINE = [
     ("NEARDUP_STRIP_TRAILING_SLASH", "False", "strip_trailing_slash", False),
     ("NEARDUP_CHECK_CANONICAL", "0", "check_canonical", False),
     ("NEARDUP_EXTRACT", "false", "extract", False),
-    ("NEARDUP_EXTRACT_FAST", "False", "extract_fast", False),
+    ("NEARDUP_EXTRACT_FAST", "True", "extract_fast", True),
     ("NEARDUP_WORKERS", "0", "workers", 0),
     ("NEARDUP_MAX_BODY_BYTES", "2048", "max_body_bytes", 2048),
     ("NEARDUP_MAX_TEXT_CHARS", "1000", "max_text_chars", 1000),
@@ -165,6 +165,7 @@ COMMAND_LINE = [
     ("NEARDUP_KEY_PREFIX", "shared", "key_prefix", "shared"),
     ("NEARDUP_REDIS_ON_ERROR", "Fail-Closed", "redis_on_error", "fail-closed"),
     ("NEARDUP_REDIS_TIMEOUT", "2.5", "redis_timeout", 2.5),
+    ("NEARDUP_LEASE_TIMEOUT", "30", "lease_timeout", 30.0),
     ("JOBDIR", "/tmp/job", "state_dir", Path("/tmp/job/neardup")),
 ]
 
@@ -259,6 +260,7 @@ def test_backend_params_from_a_json_string_reach_the_method() -> None:
         ("NEARDUP_REDIS_ON_ERROR", "ignore"),
         ("NEARDUP_REDIS_TIMEOUT", "0"),
         ("NEARDUP_REDIS_TIMEOUT", "601"),
+        ("NEARDUP_LEASE_TIMEOUT", "0.5"),
     ],
 )
 def test_bad_command_line_strings_name_the_setting(name: str, text: str) -> None:
@@ -401,3 +403,23 @@ def test_a_given_worker_count_measures_nothing(monkeypatch) -> None:
     monkeypatch.setattr(settings_table, "_busy_measured", None)
     monkeypatch.setattr(settings_table, "busy_cores", measured)
     assert NearDupConfig.from_settings({"NEARDUP_WORKERS": 3}).workers == 3
+
+
+def test_a_misspelt_setting_is_named_with_the_closest_known_one(caplog) -> None:
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.config import unknown_settings
+    from scrapy_neardup.state import NearDupState
+
+    assert unknown_settings({"NEARDUP_BACKNED": "simhash", "NEARDUP_BACKEND": "minhash"}) == [
+        ("NEARDUP_BACKNED", "NEARDUP_BACKEND")
+    ]
+    assert unknown_settings({"NEARDUP_FROBNICATE": 1}) == [("NEARDUP_FROBNICATE", None)]
+    assert unknown_settings({"JOBDIR": "x", "NEARDUP_KEEP_TEXT": 5}) == []
+    crawler = get_crawler(settings_dict={"NEARDUP_KEEPTEXT": 100, "NEARDUP_WORKERS": 0})
+    with caplog.at_level("WARNING"):
+        state = NearDupState.from_crawler(crawler)
+    state.close()
+    assert "NEARDUP_KEEPTEXT is not a setting of ours; did you mean NEARDUP_KEEP_TEXT?" in (
+        caplog.text
+    )

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import logging
-from pathlib import Path
-
-import pytest
 from scrapy.settings import Settings
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.state import NearDupState
-from scrapy_neardup.state.files import URL_CONFIRM, FileState
+from scrapy_neardup.state.files import FileState
+from scrapy_neardup.storage.statedb import STATE_FILE
 
 # A filter this small at this error rate answers "seen" for a good share of new URLs.
 LEAKY = {"NEARDUP_BLOOM_CAPACITY": 50, "NEARDUP_BLOOM_ERROR_RATE": 0.3, "NEARDUP_EXTRACT": False}
@@ -45,63 +41,12 @@ def test_confirmed_positives_never_drop_a_new_url() -> None:
     assert state.stats.get_value("neardup/urls/false_positives_total") == false_positives
 
 
-def test_the_store_persists_with_the_state_directory(tmp_path) -> None:
+def test_the_keys_persist_and_the_bloom_filter_is_rebuilt_from_them(tmp_path) -> None:
     state = make_state(NEARDUP_STATE_DIR=str(tmp_path))
     assert not any(state.url_seen(url) for url in URLS[:1000])
     state.close()
-    assert (tmp_path / URL_CONFIRM).exists()
+    assert (tmp_path / STATE_FILE).exists()
     state = make_state(NEARDUP_STATE_DIR=str(tmp_path))
-    assert all(state.url_seen(url) for url in URLS[:1000])
-    assert not any(state.url_seen(url) for url in URLS[1000:])
-    state.close()
-
-
-@pytest.mark.parametrize("how", ["deleted", "emptied"])
-def test_a_lost_store_stops_the_start_naming_it(tmp_path, how) -> None:
-    """The keys of the Bloom snapshot's URLs are in no other file: the start stops, rather
-    than crawl on unconfirmed in this run and every later one (as a state from before the
-    store, which has none, does too)."""
-    state = make_state(NEARDUP_STATE_DIR=str(tmp_path))
-    for url in URLS[:100]:
-        state.url_seen(url)
-    state.close()
-    path = tmp_path / URL_CONFIRM
-    if how == "deleted":
-        path.unlink()
-    else:
-        path.write_bytes(b"")
-    for _ in range(2):  # and again at the next start: never given up silently
-        with pytest.raises(StateError) as info:
-            make_state(NEARDUP_STATE_DIR=str(tmp_path))
-        assert info.value.path == str(path)
-        message = str(info.value)
-        assert f"{'missing' if how == 'deleted' else 'empty'}, but" in message
-        assert f"records {len(state.urls)} URLs" in message
-        assert "NEARDUP_URL_CONFIRM=False" in message
-        assert path.exists() == (how == "emptied")  # left as it was
-    # Trusting the Bloom filter is a choice the user makes, for one crawl.
-    state = make_state(NEARDUP_STATE_DIR=str(tmp_path), NEARDUP_URL_CONFIRM=False)
-    assert all(state.url_seen(url) for url in URLS[:100])
-    state.close()
-
-
-@pytest.mark.parametrize("how", ["deleted", "emptied"])
-def test_a_lost_store_is_rebuilt_from_the_journal(tmp_path, how, caplog) -> None:
-    """A crawl killed before its first clean close has every key in its URL journal."""
-    state = make_state(NEARDUP_STATE_DIR=str(tmp_path), NEARDUP_FLUSH_INTERVAL=0)
-    assert not any(state.url_seen(url) for url in URLS[:1000])
-    state._url_journal.sync()
-    state._abandon()  # a crash: no snapshot is written
-    assert not (tmp_path / "urls.bloom").exists()
-    path = tmp_path / URL_CONFIRM
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
-    if how == "emptied":
-        path.write_bytes(b"")
-    with caplog.at_level(logging.WARNING):
-        state = make_state(NEARDUP_STATE_DIR=str(tmp_path))
-    assert "was missing or empty; rebuilt from" in caplog.text and "(1000 URLs)" in caplog.text
-    assert state.confirm is not None and len(state.confirm) == 1000
     assert all(state.url_seen(url) for url in URLS[:1000])
     assert not any(state.url_seen(url) for url in URLS[1000:])  # positives confirmed again
     assert state.stats.get_value("neardup/urls/false_positives", 0) > 0

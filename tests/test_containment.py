@@ -8,15 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from saved_state import resume
 
 import corpus.text as C
 from scrapy_neardup.backends import make_backend
 from scrapy_neardup.backends.containment import (
     _PHRASE,
-    LOSSY_BELOW,
     MAX_FILTER_BYTES,
     Phrases,
-    SiteLines,
     Verified,
     _positions,
     coverage,
@@ -90,7 +89,8 @@ def test_a_page_whose_few_differing_words_are_scattered_is_no_copy() -> None:
     pair = [verified.signature(Document(notes(v))) for v in ("r1812", "r195")]
     assert verified.similarity(*pair) is None  # not a copy
     dedup = Deduplicator()
-    assert not dedup.holds(dedup.sign(notes("r195")), dedup.sign(notes("r1812")))
+    dedup.check("r195", notes("r195"))
+    assert not dedup.check("r1812", notes("r1812")).is_duplicate  # its version is its own
     # 5 % of the words edited at random keeps about 0.86 of the shingles: still a copy.
     text = EN[0] + "\n\n" + EN[1]
     assert coverage(phrases(edit(text, 0.05)), phrases(text)).shingles >= 0.8
@@ -103,15 +103,16 @@ def test_a_page_whose_few_differing_words_are_scattered_is_no_copy() -> None:
 def test_the_filters_false_positives_are_subtracted() -> None:
     # A kept page of 30,000 words and an unrelated one: raw hits would be the false-positive
     # rate (up to 3 chances a word); the correction brings the share back near 0.
-    big = " ".join(random.Random(1).choice(WORDS) + str(i % 97) for i in range(30_000))
+    rng = random.Random(1)
+    big = " ".join(rng.choice(WORDS) + str(i % 97) for i in range(30_000))
     kept = phrases(big)
     assert 0.003 < kept.false_positive_rate < 0.05
     new = phrases(EN[4])
     hits = kept.contains(new.sequence)
     uncorrected = (hits | np.r_[hits[1:], False] | np.r_[False, hits[:-1]]).mean()
     found = coverage(new, kept)
-    assert found.words < 0.03 < uncorrected
-    assert found.shingles < 0.01 < hits.mean()
+    assert found.words < 0.005 < 0.01 < uncorrected
+    assert found.shingles < 0.002 < hits.mean()
 
 
 def test_a_filter_too_full_to_trust_decides_nothing() -> None:
@@ -153,8 +154,7 @@ def test_a_richer_page_is_kept_and_related_a_poorer_one_dropped(backend: str) ->
     assert copy.is_duplicate and copy.duplicate_of in ("core", "richer")
     assert copy.containment >= 0.9
     # Saved and loaded, the relation stays.
-    other = Deduplicator(backend)
-    other.load_bytes(dedup.to_bytes())
+    other = resume(dedup, Deduplicator(backend))
     assert other.related == dedup.related and other.members == dedup.members
 
 
@@ -171,88 +171,19 @@ def test_poorer_first_then_richer_was_a_loss_before_containment() -> None:
     assert not dedup.check("richer", richer).is_duplicate
 
 
-def observe(lines: SiteLines, site: str, page: Phrases) -> Phrases:
-    """As a crawl that keeps the page: marked, then counted."""
-    marked = lines.mark(site, page)
-    lines.count(site, page)
-    return marked
-
-
-def test_site_boilerplate_lines_do_not_count_after_3_kept_pages() -> None:
-    nav = "Home | World | Business | Sport | Culture | Subscribe to our morning newsletter today"
-    footer = "\n".join(
-        f"Related: the {topic} story everyone is reading this week, with pictures and a map"
-        for topic in ("council budget", "harbour bridge", "tram extension", "school meals")
-    )
-    lines = SiteLines()
-    pages = [f"{nav}\n{EN[i]}\n{footer}" for i in range(12, 24)]
-    marked = [observe(lines, "example.com", phrases(p)) for p in pages]
-    assert all(m.ignore is None for m in marked[:3])
-    assert all(m.ignore is not None for m in marked[3:])
-    ignored = marked[3].ignore
-    assert ignored.sum() == len(Document(nav + "\n" + footer).tokens)
-    # Another site has not seen them.
-    assert observe(lines, "other.org", phrases(pages[9])).ignore is None
-    # A copy of an article in this template is judged by the article alone.
-    kept = phrases(EN[30])
-    copy = f"{nav}\n{EN[30]}\n{footer}"
-    assert coverage(phrases(copy), kept)[0] < 0.9
-    assert coverage(observe(lines, "example.com", phrases(copy)), kept)[0] > 0.98
-
-
-def test_a_page_that_is_all_boilerplate_is_judged_on_all_its_words() -> None:
-    lines = SiteLines(repeats=1)
-    page = "\n".join(EN[40].split(". "))  # every line of it will have been seen
-    observe(lines, "s", phrases(page))
-    again = observe(lines, "s", phrases(page))
-    assert again.ignore is not None and again.ignore.all()
-    assert coverage(again, phrases(page))[0] == pytest.approx(1.0, abs=0.01)
-
-
-def test_copies_dropped_do_not_make_an_article_boilerplate() -> None:
-    # Twelve copies of one article on one site: only the kept one counts its lines, so the
-    # article never becomes the site's boilerplate and every copy is still judged by it.
-    article = "\n".join(EN[41].split(". "))
-    dedup = Deduplicator("minhash")
-    for n in range(12):
-        signed = dedup.without_boilerplate("example.com", dedup.sign(edit(article, 0.01, n)))
-        assert signed.near[1].ignore is None
-        verdict = dedup.check_signed(f"https://example.com/{n}", signed)
-        dedup.learn_boilerplate("example.com", signed, verdict)
-        assert verdict.is_duplicate == (n > 0)
-
-
-def test_a_long_line_a_site_repeats_still_counts_in_the_shingle_share() -> None:
-    """A copy placed in a site's template is dropped whatever that site's short lines (its
-    navigation); a paragraph the site repeats on its pages, which the kept page lacks, is
-    text the drop would lose (the audit page's lossy line), so it is kept."""
-    nav = ["Home", "News and more", "About us"]
-    promo = [" ".join(EN[30 + i].split()[:24]) for i in range(3)]  # three 24-word lines
+def test_a_copy_in_another_template_is_judged_by_every_line() -> None:
+    """A line of the copy's template that the kept page lacks (a related-links block the
+    extraction kept) is lost text of the page it would be dropped for: the copy is kept and
+    recorded as near; the template's words a line of the kept page has cost nothing."""
     article = "\n".join(" ".join(EN[35].split()[i : i + 12]) for i in range(0, 96, 12))
-
-    def crawl(template: list[str]) -> bool:
-        dedup = Deduplicator("minhash")
-        for n in range(3):  # three pages of the site teach it its repeated lines
-            own = "\n".join(" ".join(EN[40 + n].split()[i : i + 12]) for i in range(0, 96, 12))
-            signed = dedup.without_boilerplate("a.org", dedup.sign("\n".join([own, *template])))
-            dedup.learn_boilerplate("a.org", signed, dedup.check_signed(f"a/{n}", signed))
-        dedup.check("b/original", article)
-        copy = dedup.without_boilerplate("a.org", dedup.sign("\n".join([article, *template])))
-        assert copy.near[1].ignore is not None and copy.near[1].ignore.any()
-        return dedup.check_signed("a/copy", copy).is_duplicate
-
-    assert crawl(nav)
-    assert not crawl(nav + promo)
-    assert lossy(text_coverage("\n".join([article, *nav, *promo]), article))
-
-
-def test_site_lines_are_bounded() -> None:
-    lines = SiteLines(max_lines=10, max_sites=2)
-    many = "\n".join(f"line {i} of many words here" for i in range(50))
-    for site in ("a", "b", "c"):
-        observe(lines, site, phrases(many))
-    assert list(lines._sites) == ["b", "c"]
-    assert all(len(counts) == 10 for counts in lines._sites.values())
+    related = "Related: the council budget story everyone is reading this week, with a map"
+    dedup = Deduplicator("minhash")
+    dedup.check("a/original", article)
+    verdict = dedup.check("b/copy", f"{article}\n{related}")
+    assert not verdict.is_duplicate and verdict.related_to == "a/original"  # and a line more
+    found = text_coverage(f"{article}\n{related}", article)
+    assert found.loss.lines == ((96, 96 + len(related.split())),)
+    assert dedup.check("c/copy", article + "\n" + article.split("\n")[2]).duplicate_of
 
 
 def test_containment_settings_are_checked() -> None:
@@ -295,16 +226,6 @@ def test_related_documents_survive_a_jobdir_and_are_reported(tmp_path) -> None:
     assert 'id="related"' in page and "https://example.com/full" in page
 
 
-def test_a_related_record_of_the_journal_reads_back_as_related() -> None:
-    from scrapy_neardup.storage.journal import MemberRecord, decode_content_record, encode_member
-
-    for related in (False, True):
-        record = MemberRecord("https://a/full", "https://a/core", "minhash", 0.97, related)
-        payload = encode_member(record)
-        assert payload[:1] == (b"R" if related else b"M")
-        assert decode_content_record(payload) == record
-
-
 def test_a_related_document_is_recorded_in_redis(tmp_path) -> None:
     from redis_server import RedisServer, redis_state
 
@@ -330,51 +251,30 @@ def test_a_related_document_is_recorded_in_redis(tmp_path) -> None:
         server.stop()
 
 
-def test_would_drop_asks_without_recording_in_memory_and_in_redis(tmp_path) -> None:
-    """The pipeline's second reading asks first which kept page a page would be dropped for."""
-    from redis_server import RedisServer, redis_state
-
-    server = RedisServer(tmp_path).start()
-    try:
-        state, _ = redis_state(server, "peek")
-        for dedup in (Deduplicator(), state.dedup):
-            kept, copy, other = dedup.sign(EN[0]), dedup.sign(edit(EN[0], 0.02)), dedup.sign(EN[1])
-            assert dedup.would_drop_for(copy) == []
-            dedup.check_signed("https://a.org/1", kept)
-            (near,) = dedup.would_drop_for(copy)
-            (exact,) = dedup.would_drop_for(kept)
-            assert near.key == exact.key == "https://a.org/1"
-            assert (near.method, exact.method) == ("minhash", "exact")
-            assert dedup.would_drop_for(other) == []
-            assert len(dedup) == 1 and not dedup.members
-            assert dedup.holds(kept, kept) and not dedup.holds(other, kept)
-        # What RedisState.would_drop_for runs off the reactor.
-        assert [match.key for match in state._peek_job(copy)] == ["https://a.org/1"]
-        server.stop()
-        assert state._peek_job(copy) == []  # Redis gone: the check itself will decide
-        state.close()
-    finally:
-        server.stop()
-
-
 def test_a_drop_never_rests_on_the_filters_luck() -> None:
-    # sqlite3-doc's blob_read.html and blob_write.html: one template, "read" and "write"
-    # swapped, 0.79 of the first's 3-shingles within lines in the second. The filter made two
-    # false positives among its 43 misses (0.35 expected), which put it at 0.80 and dropped it.
-    # Here a kept filter is made to answer yes for two shingles it does not hold.
+    # A page that differs from the kept one in one name: every shingle around it a false
+    # positive of the kept filter would cover it, but the name itself is not there, so the
+    # shingles do not count (a false positive then needs both of the word's entries too).
     lines = EN[46].split(". ")
     kept = "\n".join(lines)
-    new = "\n".join(edit(line, 0.08, n) if n % 5 else line for n, line in enumerate(lines))
-    exact = text_coverage(new, kept)
-    assert exact is not None and 0.75 < exact.shingles < 0.8
+    new = kept.replace(lines[3].split()[4], "sqlite3_blob_read", 1)
+    assert lossy(text_coverage(new, kept))
     honest = phrases(kept)
-    missed = np.setdiff1d(phrases(new).sequence, Document(kept).shingles(_PHRASE))[:2]
+    missed = np.setdiff1d(phrases(new).sequence, Document(kept).shingles(_PHRASE))
+    assert 1 <= len(missed) <= 3
     flags = np.unpackbits(honest.bits, bitorder="little").astype(bool)
     flags[_positions(missed, honest.size, honest.hashes).ravel()] = True
-    lucky = Phrases(np.packbits(flags, bitorder="little"), honest.size, honest.hashes, honest.count)
+    lucky = Phrases(
+        np.packbits(flags, bitorder="little"),
+        honest.size,
+        honest.hashes,
+        honest.count,
+        honest.words,
+    )
+    assert lucky.contains(phrases(new).sequence).all()  # every shingle answers yes
     found = coverage(phrases(new), lucky)
-    assert found is not None and found.shingles <= exact.shingles + 1e-9
-    assert not holds(found, words=0.0)
+    assert found is not None and found.words > 0.99 and lossy(found) and not holds(found)
+    assert found.loss.tokens and not found.loss.lines
 
 
 def test_the_exact_measure_is_what_the_filter_approximates() -> None:
@@ -387,9 +287,10 @@ def test_the_exact_measure_is_what_the_filter_approximates() -> None:
         assert exact is not None and near is not None
         assert near.words == pytest.approx(exact.words, abs=0.03)
         assert near.shingles == pytest.approx(exact.shingles, abs=0.03)
+        if near.loss is not None:  # past the screen: the same losses, word for word
+            assert near.loss == exact.loss
     assert text_coverage("", "anything at all") is None
     assert lossy(text_coverage(EN[1], EN[2])) and not lossy(text_coverage(EN[1], EN[1]))
-    assert LOSSY_BELOW == 0.8
 
 
 SQLITE_DOC = Path("/usr/share/doc/sqlite3")
@@ -410,5 +311,5 @@ def test_sqlite_blob_read_is_kept_beside_blob_write_in_either_order() -> None:
         dedup = Deduplicator("minhash")
         dedup.check("first", first)
         assert not dedup.check("second", second).is_duplicate
-    # The audit's figure is the decision's measure, exactly: below the lossy line.
-    assert lossy(text_coverage(read, write))
+    # The audit reads the same loss, exactly: what it documents is not in the other page.
+    assert lossy(text_coverage(read, write)) and lossy(text_coverage(write, read))

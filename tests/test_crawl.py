@@ -1,7 +1,9 @@
 """Real crawls of the bundled demo site (served on loopback) with the plugin on, as users run it.
 
 Each crawl runs in its own process (tests/crawl_runner.py): a Twisted reactor cannot be
-restarted. The site knows its ground truth: 54 distinct documents behind 108 item URLs.
+restarted. The site knows its ground truth: 54 distinct documents behind 108 item URLs; of
+the 24 copies with URLs of their own, 12 hold nothing their original lacks (dropped by the
+default decision) and 12 have a headline and source lines of their own (kept beside it, near).
 """
 
 from __future__ import annotations
@@ -62,19 +64,33 @@ def assert_no_loss_no_wrong_drop(site: Site, result: dict) -> Counter:
 
 
 @pytest.mark.parametrize("backend", ["minhash", "spotsigs"])
-def test_backends_keep_exactly_one_item_per_document(backend, site, site_url, tmp_path) -> None:
+def test_backends_drop_every_copy_that_loses_nothing(backend, site, site_url, tmp_path) -> None:
     result = crawl(site_url, tmp_path / "out.json", NEARDUP_BACKEND=backend)
     kept = assert_no_loss_no_wrong_drop(site, result)
-    assert len(result["kept"]) == len(site.expected_unique_docs()) == 54
-    assert max(kept.values()) == 1
+    near = site.near_copies()
+    assert len(result["kept"]) == len(site.expected_unique_docs()) + len(near) == 54 + 12
+    # one item a document, and one more for each of its near copies, each tagged as such
+    assert kept == Counter(site.expected_unique_docs()) + Counter(
+        site.lookup(url).doc_id for url in near
+    )
     stats = result["stats"]
-    # Every URL-level variant is caught at the URL stage; exactly the 24 content copies
-    # reach the pipeline and are dropped there.
-    assert stats[f"neardup/duplicates/{backend}"] + stats.get("neardup/duplicates/exact", 0) == 24
-    assert stats["neardup/items/dropped"] == len(site.content_duplicates()) == 24
+    # recorded beside their original: as related (they hold it and a line more) or near
+    assert stats.get("neardup/items/near", 0) + stats.get("neardup/items/related", 0) == 12
+    # Every URL-level variant is caught at the URL stage; exactly the 12 copies that lose
+    # nothing are dropped in the pipeline.
+    assert stats[f"neardup/duplicates/{backend}"] + stats.get("neardup/duplicates/exact", 0) == 12
+    assert stats["neardup/items/dropped"] == len(site.content_duplicates("contained")) == 12
     # Which URL stage catches a variant depends on crawl order (see test_middlewares.py).
     assert stats["neardup/urls/filtered"] + stats.get("neardup/urls/filtered_canonical", 0) > 30
     assert "Traceback" not in result["stderr"]
+
+
+def test_similar_keeps_exactly_one_item_per_document(site, site_url, tmp_path) -> None:
+    result = crawl(site_url, tmp_path / "out.json", NEARDUP_DECISION="similar")
+    kept = assert_no_loss_no_wrong_drop(site, result)
+    assert len(result["kept"]) == len(site.expected_unique_docs()) == 54
+    assert max(kept.values()) == 1
+    assert result["stats"]["neardup/items/dropped"] == len(site.content_duplicates()) == 24
 
 
 @pytest.mark.parametrize("backend", ["simhash", "exact"])
@@ -90,10 +106,17 @@ def test_tag_mode_keeps_items_and_names_the_original(site, site_url, tmp_path) -
     result = crawl(site_url, tmp_path / "out.json", NEARDUP_ACTION="tag")
     assert result["dropped"] == []
     tagged = [item for item in result["kept"] if item.get("duplicate_of")]
-    assert len(tagged) == 24
+    assert len(tagged) == 12
     for item in tagged:
         assert site.lookup(item["url"]).doc_id == site.lookup(item["duplicate_of"]).doc_id
         assert 0.5 <= item["duplicate_similarity"] <= 1.0
+    beside = [
+        item for item in result["kept"] if item.get("near_duplicate_of", item.get("related_to"))
+    ]
+    assert len(beside) == 12
+    for item in beside:
+        original = item.get("near_duplicate_of", item.get("related_to"))
+        assert site.lookup(item["url"]).doc_id == site.lookup(original).doc_id
 
 
 def test_plugin_off_keeps_the_duplicates(site, site_url, tmp_path) -> None:
@@ -109,7 +132,7 @@ def test_pause_and_resume_with_jobdir_keeps_state(site, site_url, tmp_path) -> N
     settings = {"JOBDIR": str(jobdir), "CLOSESPIDER_ITEMCOUNT": 20, "CONCURRENT_REQUESTS": 2}
     first = crawl(site_url, tmp_path / "first.json", **settings)
     assert first["stats"]["finish_reason"] == "closespider_itemcount"
-    assert (jobdir / "neardup" / "content.state").exists()
+    assert (jobdir / "neardup" / "state.sqlite").exists()
     kept, dropped = list(first["kept"]), list(first["dropped"])
     for n in range(5):
         run = crawl(site_url, tmp_path / f"run{n}.json", **settings)
@@ -120,7 +143,9 @@ def test_pause_and_resume_with_jobdir_keeps_state(site, site_url, tmp_path) -> N
     assert run["stats"]["finish_reason"] == "finished"
     ids = Counter(doc_ids(site, kept))
     assert set(ids) == set(site.expected_unique_docs())
-    assert max(ids.values()) == 1, "a document kept before the pause was kept again"
+    # each document once, and once more for each of its near copies (kept beside it)
+    near = Counter(site.lookup(url).doc_id for url in site.near_copies())
+    assert ids == Counter(site.expected_unique_docs()) + near, "a page was kept again"
 
 
 def test_bad_setting_stops_the_crawl_with_a_clear_message(site_url, tmp_path) -> None:
@@ -153,8 +178,8 @@ def test_neardup_stats_command_in_a_project_and_outside(site, site_url, tmp_path
     )
     assert inside.returncode == 0, inside.stderr
     summary = json.loads(inside.stdout)
-    assert summary["content"]["documents_indexed"] == 54
-    assert summary["content"]["duplicates"] == 24
+    assert summary["content"]["documents_indexed"] == 54 + 12
+    assert summary["content"]["duplicates"] == 12
     assert summary["urls"]["seen"] >= 100
     urls = summary["urls"]
     # the figure the text report gives (the filter is sized for its capacity up front)
@@ -169,7 +194,7 @@ def test_neardup_stats_command_in_a_project_and_outside(site, site_url, tmp_path
         timeout=120,
     )
     assert outside.returncode == 0, outside.stderr
-    assert "documents indexed         54" in outside.stdout
+    assert "documents indexed         66" in outside.stdout
     assert f"({urls['bytes_per_url']} bytes per URL;" in outside.stdout
     assert "Largest clusters" in outside.stdout
     missing = subprocess.run(

@@ -9,23 +9,32 @@ import random
 from typing import Any
 
 import pytest
+from saved_state import resume
 from scrapy.utils.test import get_crawler
 
-from scrapy_neardup.backends import make_backend
+from corpus.text import letter_word
+from scrapy_neardup.backends import Match, make_backend
 from scrapy_neardup.backends.containment import (
+    CUT_SPOTS,
     SIMILAR_SHINGLES,
     SIMILARITY,
+    SPOT_CHAIN,
+    SPOT_MIN,
+    SPOT_SIMILARITY,
     Verified,
     jaccard,
     shingles_of,
+    spot_similarity,
+    spots_of,
 )
+from scrapy_neardup.backends.spotsigs import SpotSigsBackend
 from scrapy_neardup.config import NearDupConfig
-from scrapy_neardup.deduplicator import Deduplicator
+from scrapy_neardup.deduplicator import Deduplicator, best_match
 from scrapy_neardup.exceptions import ConfigError, StateError
 from scrapy_neardup.factories import backend_from_config
 from scrapy_neardup.text import Document, ShingleSpec
 
-VOCABULARY = [f"w{i}x" for i in range(5000)]
+VOCABULARY = [letter_word(i) for i in range(5000)]
 
 
 def words(seed: int, n: int = 300) -> list[str]:
@@ -46,6 +55,20 @@ def edited(ws: list[str], rate: float, seed: int) -> list[str]:
 
 BASE = words(1)
 FRESH = words(2)
+STOPWORDS = ["the", "of", "and", "in", "to", "a", "was", "for", "that", "with", "on", "by"]
+
+
+def english(seed: int, n: int = 1200) -> list[str]:
+    """Words of an English-like article: a stopword and two content words, again and again
+    (so it has SpotSigs' spots: an antecedent and the next content word)."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    while len(out) < n:
+        out += [rng.choice(STOPWORDS), rng.choice(VOCABULARY), rng.choice(VOCABULARY)]
+    return out[:n]
+
+
+STORY = english(3)
 
 
 def pair(dedup: Deduplicator, new: list[str], base: list[str] = BASE) -> Any:
@@ -108,6 +131,10 @@ def test_similar_candidates_default_to_the_rules_shingles() -> None:
     dedup = Deduplicator(decision="similar")
     assert dedup.method.params()["shingles"] == f"word:{SIMILAR_SHINGLES}"
     assert dedup.method.threshold < SIMILARITY
+    # SpotSigs's index finds every pair at the spot rule's Jaccard, over the rule's spots
+    spots = Deduplicator("spotsigs", decision="similar").method
+    assert (spots.chain, spots.threshold) == (SPOT_CHAIN, SPOT_SIMILARITY)
+    assert Deduplicator("spotsigs", decision="similar", similar_spots=False).method.chain == 2
     # the default decision keeps the method's defaults
     assert Deduplicator().method.params()["shingles"] == "word:3"
     assert Deduplicator(decision="similar", threshold=0.5).method.threshold == 0.5
@@ -116,18 +143,25 @@ def test_similar_candidates_default_to_the_rules_shingles() -> None:
 # -- every threshold moves the result ---------------------------------------------------------
 
 
+def spaced_edits(ws: list[str], every: int) -> list[str]:
+    """One word in the middle of every ``every``-th line of 12 replaced: scattered edits."""
+    return [FRESH[i] if i % (12 * every) == 6 else w for i, w in enumerate(ws)]
+
+
 def test_contained_words() -> None:
-    # 285 of 300 words, then 15 new ones: 0.95 of its words covered.
-    new = BASE[:285] + FRESH[:15]
+    # One word in every other line: 0.96 of its words covered, nothing else lost.
+    new = spaced_edits(BASE, 2)
     assert outcome(pair(Deduplicator(contained_words=0.9), new)) == "dropped"
     assert outcome(pair(Deduplicator(contained_words=0.97), new)) != "dropped"
+    # 15 new words at the end are a run the kept page lacks: never dropped.
+    assert outcome(pair(Deduplicator(contained_words=0.5), BASE[:285] + FRESH[:15])) != "dropped"
 
 
 def test_contained_shingles() -> None:
-    # 4 % of words edited, scattered: ~0.96 of words covered, ~0.88 of 3-shingles.
-    new = edited(BASE, 0.04, seed=5)
-    assert outcome(pair(Deduplicator(contained_shingles=0.8), new)) == "dropped"
-    assert outcome(pair(Deduplicator(contained_shingles=0.95), new)) != "dropped"
+    # One word in every line: 7 of each line's 10 3-shingles kept.
+    new = spaced_edits(BASE, 1)
+    assert outcome(pair(Deduplicator(contained_shingles=0.5), new)) == "dropped"
+    assert outcome(pair(Deduplicator(contained_shingles=0.8), new)) != "dropped"
 
 
 def test_related() -> None:
@@ -139,18 +173,100 @@ def test_related() -> None:
 
 def test_similarity() -> None:
     new = edited(BASE, 0.2, seed=6)  # 2-shingle Jaccard ~0.45
-    assert outcome(pair(Deduplicator(decision="similar", similarity=0.35), new)) == "dropped"
-    assert outcome(pair(Deduplicator(decision="similar", similarity=0.6), new)) != "dropped"
+    # the shingle rule alone (the spot rule would take this 20 % reprint at any threshold)
+    shingles = {"similar_spots": False}
+    assert outcome(pair(Deduplicator(decision="similar", similarity=0.35, **shingles), new)) == (
+        "dropped"
+    )
+    assert outcome(pair(Deduplicator(decision="similar", similarity=0.6, **shingles), new)) != (
+        "dropped"
+    )
     # under "contained" it says which pairs are near
-    assert outcome(pair(Deduplicator(similarity=0.35), new)) == "near"
-    assert outcome(pair(Deduplicator(similarity=0.6), new)) == "kept"
+    assert outcome(pair(Deduplicator(similarity=0.35, **shingles), new)) == "near"
+    assert outcome(pair(Deduplicator(similarity=0.6, **shingles), new)) == "kept"
 
 
 def test_similarity_shingles() -> None:
     new = edited(BASE, 0.1, seed=7)  # word-set Jaccard ~0.8, 3-shingle Jaccard ~0.55
     for size, expected in ((1, "dropped"), (3, "kept")):
-        dedup = Deduplicator(decision="similar", similarity=0.7, similar_shingles=size)
+        dedup = Deduplicator(
+            decision="similar", similarity=0.7, similar_shingles=size, similar_spots=False
+        )
         assert outcome(pair(dedup, new)) == expected, size
+
+
+# -- the spot rule ------------------------------------------------------------------------------
+
+
+def cut(story: list[str], share: float) -> str:
+    """An outlet's cut of the story: its first ``share``, retitled, in the outlet's menu."""
+    menu = "Home | News | Sport | Weather | Contact us"
+    return "\n".join(["Another headline for it", menu, text(story[: int(share * len(story))])])
+
+
+def test_a_cut_reprint_is_similar_by_its_spots() -> None:
+    new = cut(STORY, 0.25)  # a quarter: a 2-shingle Jaccard of ~0.25
+    assert jaccard(
+        *(shingles_of(Document(t), ShingleSpec("word", 2)) for t in (new, text(STORY)))
+    ) < (SIMILARITY)
+    dropped = Deduplicator(decision="similar")
+    assert not dropped.check("a", text(STORY)).is_duplicate
+    assert dropped.check("b", new).duplicate_of == "a"
+    # the shingle rule alone keeps it (its headline and menu are its own: not contained)
+    alone = Deduplicator(decision="similar", similar_spots=False)
+    alone.check("a", text(STORY))
+    assert outcome(alone.check("b", new)) == "kept"
+    # either way round: the full story after its cut joins it
+    later = Deduplicator(decision="similar")
+    later.check("b", new)
+    assert later.check("a", text(STORY)).duplicate_of == "b"
+
+
+def test_unrelated_articles_are_not_similar_by_their_spots() -> None:
+    assert outcome(pair(Deduplicator(decision="similar"), english(4), STORY)) == "kept"
+    assert outcome(pair(Deduplicator(decision="similar"), english(5, 300), STORY)) == "kept"
+
+
+def test_spots_from_the_filter_are_the_exact_spots() -> None:
+    full, part = Document(text(STORY)), Document(text(edited(STORY[:600], 0.05, seed=8)))
+    method = SpotSigsBackend(chain=SPOT_CHAIN)
+    a, b = set(method.signature(full).tolist()), set(method.signature(part).tolist())
+    assert len(b) >= CUT_SPOTS
+    holds, closeness = spot_similarity(spots_of(part), spots_of(full))
+    assert holds and closeness == pytest.approx(len(a & b) / len(b), abs=0.03)  # the cut's share
+    # too little running text: the spot rule cannot say
+    few = Document(text(STORY[: 2 * SPOT_MIN]))
+    assert len(method.signature(few)) < SPOT_MIN
+    assert spot_similarity(spots_of(few), spots_of(full)) is None
+
+
+def test_a_copy_joins_the_closest_kept_page() -> None:
+    wide = Match("wide", 0.9, "minhash", containment=0.95, rank=0.3)
+    close = Match("close", 0.5, "minhash", containment=0.8, rank=0.6)
+    assert best_match([wide, close]).key == "close"
+    # under "contained" every rank is 0: the one holding most of it
+    assert best_match([Match("a", 0.9, "m", 0.8), Match("b", 0.5, "m", 0.95)]).key == "b"
+    # the engine ranks a copy by the similar rule's measure, and only under "similar"
+    story, reprint = Document(text(STORY)), Document(text(edited(STORY, 0.01, seed=9)))
+    for decision in ("similar", "contained"):
+        dedup = Deduplicator(decision=decision)
+        dedup.check("story", story)
+        found = dedup.near.search("", dedup.near.method.signature(reprint), add=False)[0]
+        assert [m.key for m in found] == ["story"]
+        assert (found[0].rank > 0.8) == (decision == "similar") and found[0].rank >= 0
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_the_spot_filter_is_saved_with_the_signature(size: int) -> None:
+    method = Deduplicator(decision="similar", similar_shingles=size).near.method
+    signed = method.signature(Document(text(STORY)))
+    decoded = method.decode(method.encode(signed))
+    assert (decoded[2] is None) == (size == 3) and decoded[3].count == signed[3].count
+    assert spot_similarity(signed[3], decoded[3])[1] == pytest.approx(1.0)
+    # a signature written before the spot rule: no spots, the shingle rule decides
+    older = method.decode(method.encode((*signed[:3], None)))
+    assert older[3] is None
+    assert method.similar(signed, older, 0.0) == (True, pytest.approx(1.0))
 
 
 def _simhash_pair(low: int, high: int) -> tuple[list[str], int]:
@@ -199,6 +315,7 @@ def test_settings_reach_the_engine() -> None:
             "NEARDUP_RELATED": 0.7,
             "NEARDUP_SIMILARITY": 0.4,
             "NEARDUP_SIMILARITY_SHINGLES": 3,
+            "NEARDUP_SIMILARITY_SPOTS": "False",
             "NEARDUP_NEAR_FIELD": "near",
         }
     )
@@ -212,6 +329,7 @@ def test_settings_reach_the_engine() -> None:
         0.7,
     )
     assert (verify.similarity_threshold, verify.similar_shingles) == (0.4, 3)
+    assert not verify.similar_spots and verify.signature(Document(text(STORY)))[3] is None
     assert config.backend_kwargs()["shingles"] == "word:3"  # the candidates follow the rule
     default = NearDupConfig.from_settings({})
     assert default.decision == "contained" and default.backend_kwargs() == {}
@@ -228,6 +346,7 @@ def test_settings_reach_the_engine() -> None:
         ("NEARDUP_SIMILARITY", 2),
         ("NEARDUP_SIMILARITY_SHINGLES", 0),
         ("NEARDUP_SIMILARITY_SHINGLES", 6),
+        ("NEARDUP_SIMILARITY_SPOTS", "sometimes"),
         ("NEARDUP_NEAR_FIELD", " "),
     ],
 )
@@ -249,28 +368,27 @@ def test_simhash_similarity_must_be_within_its_k() -> None:
 def test_state_records_the_decision_and_refuses_another() -> None:
     saved = Deduplicator(decision="similar")
     pair(saved, edited(BASE, 0.1, seed=3))
-    data = saved.to_bytes()
-    again = Deduplicator(decision="similar")
-    again.load_bytes(data)
+    again = resume(saved, Deduplicator(decision="similar"))
     assert again.members == saved.members
     with pytest.raises(StateError, match="NEARDUP_DECISION"):
-        Deduplicator().load_bytes(data)
+        resume(saved, Deduplicator())
     with pytest.raises(StateError, match="NEARDUP_SIMILARITY="):
-        Deduplicator(decision="similar", similarity=0.5).load_bytes(data)
-    default = Deduplicator().to_bytes()
+        resume(saved, Deduplicator(decision="similar", similarity=0.5))
+    default = Deduplicator()
     for kwargs, setting in (
         ({"contained_words": 0.95}, "NEARDUP_CONTAINED_WORDS"),
         ({"contained_shingles": 0.9}, "NEARDUP_CONTAINED_SHINGLES"),
         ({"related": 0.9}, "NEARDUP_RELATED"),
         ({"similar_shingles": 1}, "NEARDUP_SIMILARITY_SHINGLES"),
+        ({"similar_spots": False}, "NEARDUP_SIMILARITY_SPOTS"),
     ):
         with pytest.raises(StateError, match=setting):
-            Deduplicator(**kwargs).load_bytes(default)
+            resume(default, Deduplicator(**kwargs))
 
 
-def test_a_default_state_has_the_parameters_of_earlier_releases() -> None:
+def test_a_default_states_parameters() -> None:
     verify = Deduplicator().meta()["params"]["verify"]
-    assert verify == {"filter": "bloom10", "coverage": 0.9, "related": 0.8}
+    assert verify == {"filter": "bloom10+words", "coverage": 0.9, "related": 0.8}
 
 
 def test_near_relations_are_saved_and_survive_a_jobdir(tmp_path) -> None:
@@ -280,8 +398,7 @@ def test_near_relations_are_saved_and_survive_a_jobdir(tmp_path) -> None:
 
     dedup = Deduplicator()
     pair(dedup, edited(BASE, 0.1, seed=3))
-    again = Deduplicator()
-    again.load_bytes(dedup.to_bytes())
+    again = resume(dedup, Deduplicator())
     assert again.near_members == dedup.near_members and "b" in again.near_members
 
     def state(jobdir):
@@ -326,14 +443,6 @@ def test_a_state_resumed_with_another_decision_refuses_at_start(tmp_path) -> Non
     state(NEARDUP_DECISION="similar").close()
 
 
-def test_a_near_record_of_the_journal_reads_back_as_near() -> None:
-    from scrapy_neardup.storage.journal import MemberRecord, decode_content_record, encode_member
-
-    record = MemberRecord("https://b/1", "https://a/1", "minhash", 0.6, near=True)
-    payload = encode_member(record)
-    assert payload[:1] == b"N" and decode_content_record(payload) == record
-
-
 # -- the pipeline ---------------------------------------------------------------------------
 
 
@@ -369,38 +478,6 @@ def test_similar_drops_the_reprint_in_the_pipeline() -> None:
             pipe.process_item({"url": "https://b.org/1", "text": text(edited(BASE, 0.1, 3))})
         )
     pipe.close_spider()
-
-
-# -- a page with no text of its own -----------------------------------------------------------
-
-NAV = [" ".join(words(50 + i, 10)) for i in range(10)]  # 100 words on every page of the site
-
-
-def _site_check(dedup: Deduplicator, key: str, own: list[str]) -> Any:
-    signed = dedup.without_boilerplate("a.org", dedup.sign("\n".join([*NAV, text(own)])))
-    verdict = dedup.check_signed(key, signed)
-    dedup.learn_boilerplate("a.org", signed, verdict)
-    return verdict
-
-
-@pytest.mark.parametrize(("share", "expected"), [(0.9, "kept"), (1.0, "dropped")])
-def test_a_page_of_its_sites_boilerplate_is_matched_exactly_only(share, expected) -> None:
-    dedup = Deduplicator(boilerplate_share=share)
-    for n in range(3):  # three kept pages make the navigation the site's boilerplate
-        assert not _site_check(dedup, f"https://a.org/{n}", words(10 + n, 60)).is_duplicate
-    # 5 words of its own beside the site's 100: 0.95 boilerplate
-    verdict = _site_check(dedup, "https://a.org/tag", words(20, 5))
-    assert outcome(verdict) == expected
-    assert verdict.boilerplate == (share < 0.95)
-    assert dedup.counts["boilerplate"] == (share < 0.95)
-
-
-def test_boilerplate_share_is_a_setting() -> None:
-    assert NearDupConfig.from_settings({}).verify_params()["boilerplate_share"] == 0.9
-    config = NearDupConfig.from_settings({"NEARDUP_BOILERPLATE_SHARE": "0.8"})
-    assert Deduplicator(**config.verify_params()).boilerplate_share == 0.8
-    with pytest.raises(ConfigError, match="NEARDUP_BOILERPLATE_SHARE"):
-        NearDupConfig.from_settings({"NEARDUP_BOILERPLATE_SHARE": 0})
 
 
 def test_a_near_document_is_recorded_in_redis(tmp_path) -> None:

@@ -263,6 +263,7 @@ def test_truth_is_consistent_and_counts_are_pinned(site: Site) -> None:
     assert summary["item_urls"] == 108
     assert summary["url_variants"] == len(variants) == 30
     assert summary["content_duplicates"] == len(copies) == 24
+    assert summary["contained_copies"] == summary["near_copies"] == 12
     assert summary["expected_unique_docs"] == 54
     assert summary["expected_unique_docs_by_lang"] == {"en": 44, "zh": 10}
     assert summary["articles_by_lang"] == {"en": 40, "zh": 10}

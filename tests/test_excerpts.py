@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import random
-import struct
 
 import numpy as np
 import pytest
 from redis_server import RedisServer
+from saved_state import resume
 
 from corpus.documents import synthetic_sentences
 from corpus.text import excerpt
@@ -17,7 +17,6 @@ from scrapy_neardup.backends import BACKENDS as ALL_BACKENDS
 from scrapy_neardup.backends.excerpts import FULL, MIN_WORDS, SHINGLE, WINDOW, Stored, winnow
 from scrapy_neardup.deduplicator import Deduplicator, Signed
 from scrapy_neardup.exceptions import StateError
-from scrapy_neardup.state_format import MAGIC, VERSION
 from scrapy_neardup.storage import redis_client, redis_index
 from scrapy_neardup.text import Document
 
@@ -72,7 +71,7 @@ def test_an_excerpt_that_spotsigs_screens_out_is_verified() -> None:
     part = dedup.sign(tenth(source))
     kept = dedup.near.method.signature(Document(source))
     assert dedup.near.method.backend.estimate(part.near[0], kept[0]) is None
-    assert [m.key for m in dedup.would_drop_for(part)] == ["source"]
+    assert dedup.check_signed("part", part).duplicate_of == "source"
 
 
 def test_any_shared_run_of_window_words_shares_a_fingerprint() -> None:
@@ -94,23 +93,12 @@ def _site_page(nav: str, seed: int) -> str:
 
 def test_a_shared_navigation_line_is_no_drop_and_soon_no_candidate() -> None:
     nav = " ".join(f"Section{i} Topic{i} News{i}" for i in range(25))  # 75 words, one line
-    dedup = Deduplicator("minhash")
-    verified = dedup.near.method
+    # A key stops being queried when FULL pages were posted under it: a page's checks stay
+    # bounded however many pages share the line.
     checks = []
-    check = verified.check
-    verified.check = lambda new, kept: checks.append(1) or check(new, kept)
-    for i in range(12):
-        checks.clear()
-        signed = dedup.without_boilerplate("site", dedup.sign(_site_page(nav, 10 + i)))
-        verdict = dedup.check_signed(f"page{i}", signed)
-        dedup.learn_boilerplate("site", signed, verdict)
-        assert not verdict.is_duplicate and verdict.related_to is None
-        if i >= 3:  # the site's repeated line proposes nothing any more
-            assert not checks, i
-    # Without a site (the lines cannot be told), a key stops being queried when FULL pages
-    # were posted under it: a page's checks stay bounded.
     dedup = Deduplicator("minhash")
     verified = dedup.near.method
+    check = verified.check
     verified.check = lambda new, kept: checks.append(1) or check(new, kept)
     for i in range(FULL + 6):
         checks.clear()
@@ -125,25 +113,19 @@ def test_excerpt_keys_are_in_the_params_and_an_older_state_resumes() -> None:
     dedup.check("source", article(1))
     params = dedup.meta()["params"]
     assert params["excerpts"] == {"winnow": f"word{SHINGLE}/{WINDOW}", "full": FULL}
-    data = dedup.to_bytes()
     # The same state without the excerpts in its params: written before them.
-    (length,) = struct.unpack_from("<I", data, 6)
-    meta = json.loads(data[10 : 10 + length])
+    meta = json.loads(json.dumps(dedup.meta()))
     del meta["params"]["excerpts"]
-    old = json.dumps(meta, sort_keys=True).encode()
-    older = MAGIC + struct.pack("<HI", VERSION, len(old)) + old + data[10 + length :]
     resumed = Deduplicator("minhash")
-    resumed.load_bytes(older)  # its documents are found by their backend, as before
+    resumed.check_saved(meta)
+    resume(dedup, resumed)  # its documents are found by their backend, as before
     assert resumed.check("copy", article(1)).duplicate_of == "source"
     resumed.check("later", article(2))  # and a document kept now has its excerpt keys
     assert resumed.check("part", tenth(article(2))).duplicate_of == "later"
     # Another excerpt setting is still refused.
     meta["params"]["excerpts"] = {"winnow": "word9/99", "full": FULL}
-    other = json.dumps(meta, sort_keys=True).encode()
     with pytest.raises(StateError, match="excerpts"):
-        Deduplicator("minhash").load_bytes(
-            MAGIC + struct.pack("<HI", VERSION, len(other)) + other + data[10 + length :]
-        )
+        Deduplicator("minhash").check_saved(meta)
 
 
 @pytest.mark.parametrize("backend", ["minhash", "spotsigs", "cosine"])
@@ -151,8 +133,7 @@ def test_saved_state_and_a_journal_keep_the_excerpt_keys(backend: str) -> None:
     source = article(1)
     dedup = Deduplicator(backend)
     dedup.check("source", source)
-    loaded = Deduplicator(backend)
-    loaded.load_bytes(dedup.to_bytes())
+    loaded = resume(dedup, Deduplicator(backend))
     assert loaded.check("part", tenth(source)).duplicate_of == "source"
     # A journal's head record: the signature encoded and decoded, then restored.
     signed = dedup.sign(source)

@@ -8,14 +8,12 @@ import os
 from pathlib import Path
 
 import pytest
-import xxhash
 
 from scrapy_neardup.extraction import (
     TRIM_ABOVE,
     WORKER_NICENESS,
     Extractor,
     PageLimitError,
-    PageLines,
     SignerSpec,
     _rss,
     extract_main_text,
@@ -120,12 +118,18 @@ def test_page_without_main_text_falls_back_or_is_empty() -> None:
 
 def test_title_comes_first_and_full_cascade_agrees_on_a_plain_article() -> None:
     page = ARTICLE.replace(
-        "<title>", "<meta property='og:title' content='Bridge reopens'><title>"
+        "<title>Harbour bridge reopens",
+        "<meta property='og:title' content='Bridge reopens'>"
+        "<title>Harbour bridge reopens | The Daily Post",
     ).encode()
-    fast = extract_main_text(page, "http://example.com/a", "utf-8")
-    full = extract_main_text(page, "http://example.com/a", "utf-8", fast=False)
-    assert fast.title == "Bridge reopens" and fast.text.startswith("Bridge reopens\n\n")
+    full = extract_main_text(page, "http://example.com/a", "utf-8")
+    fast = extract_main_text(page, "http://example.com/a", "utf-8", fast=True)
+    # the title a reader sees, without the site's name
+    assert full.title == "Harbour bridge reopens"
+    assert full.text.startswith("Harbour bridge reopens\n\n")
     assert fast == full
+    untitled = ARTICLE.replace("<title>Harbour bridge reopens</title>", "").encode()
+    assert extract_main_text(untitled).title == "Harbour bridge reopens"  # its <h1>
 
 
 def _jieba_loaded() -> bool:
@@ -284,22 +288,6 @@ def test_the_extractor_accounts_for_its_workers_time() -> None:
     assert timing["workers"] == 1
     assert timing["busy_s"] > 0 and timing["task_cpu_s"] > 0 and timing["idle_s"] >= 0
     assert timing["wait_s"] == 0  # only the middleware adds the items' waits
-
-
-def test_page_lines_are_the_text_a_reader_sees_once() -> None:
-    from lxml import html
-
-    page = (
-        "<html><head><title>T</title><style>p {}</style></head><body>"
-        "<p>First  line\n of text</p><script>var x;</script><!-- a comment -->"
-        "<p>\xa0</p><p>   </p><div>Second<b>bold</b> tail</div>"
-        "<body><p>Nested body</p></body></body></html>"
-    )
-    tree = html.document_fromstring(page)
-    lines = PageLines.of(tree)
-    expected = ["First line of text", "", "Second", "bold", "tail", "Nested body"]
-    assert lines.chars.tolist() == [len(line) for line in expected]
-    assert lines.hashes.tolist() == [xxhash.xxh32_intdigest(line.encode()) for line in expected]
 
 
 def test_workers_are_niced_only_when_they_could_fill_every_core() -> None:

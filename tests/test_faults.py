@@ -85,17 +85,28 @@ def test_a_bad_setting_read_by_the_addon_is_one_message_and_exit_1(tmp_path) -> 
     assert_refused(proc, "ConfigError: NEARDUP_ENABLED='maybe' is not allowed")
 
 
-def test_corrupt_state_is_one_message_and_exit_1(tmp_path) -> None:
+def test_a_jobdir_of_the_previous_release_is_one_message_and_exit_1(tmp_path) -> None:
+    """The earlier release's snapshots and journals (after a crash: its journals and their
+    lengths, its URL store and its lock): refused in one line naming the format."""
     state = tmp_path / "job" / "neardup"
     state.mkdir(parents=True)
-    (state / "content.state").write_bytes(b"NDUP\x09\x00garbage")
+    names = ("urls.journal", "urls.journal.length", "content.journal", "frontier.journal")
+    for name in (*names, "urls.sqlite", "lock"):
+        (state / name).write_bytes(b"\x10\x00\x00\x00" + bytes(20))
+    before = {path.name: path.read_bytes() for path in state.iterdir()}
     proc = scrapy_crawl(
         tmp_path,
         f"http://127.0.0.1:{closed_port()}/",
         f"JOBDIR={tmp_path / 'job'}",
     )
-    assert_refused(proc, f"StateError: {state / 'content.state'}: state format version 9")
-    assert (state / "content.state").read_bytes() == b"NDUP\x09\x00garbage"
+    line = assert_refused(
+        proc,
+        f"StateError: {state / 'urls.journal'}: state in the format of an earlier release of "
+        "scrapy-neardup (snapshots and journals), which this one does not read: finish that "
+        "crawl with the release that wrote it, or start this one with a new JOBDIR",
+    )
+    assert line
+    assert {path.name: path.read_bytes() for path in state.iterdir()} == before
 
 
 # -- two crawls on one JOBDIR ------------------------------------------------------------
@@ -246,53 +257,36 @@ def test_a_full_disk_stops_the_crawl_and_the_same_command_resumes_it(
     assert set(ids) == set(site.expected_unique_docs())
 
 
-def test_a_journal_on_a_full_disk_stops_writing_and_reopens_as_after_a_crash(tmp_path) -> None:
+def test_a_full_disk_under_the_feed_is_named_as_the_feeds(tmp_path, small_disk, site_url) -> None:
+    """The feed fills its disk, the state's has room: the error names the feed file."""
+    subprocess.run(["mount", "-o", "remount,size=4k", str(small_disk)], check=True)
+    stderr = finish(scrapy_crawl(small_disk, site_url, f"JOBDIR={tmp_path / 'job'}"))
+    # (the finish reason is neardup_disk_full, or "finished" when the disk filled as the
+    # crawl was closing: the feed's last lines are written at the close)
+    errors = [line for line in stderr.splitlines() if "no space left to write" in line]
+    assert len(errors) == 1, stderr[-3000:]
+    assert f"no space left to write {small_disk / 'items.jsonl'} (" in errors[0]
+
+
+def test_a_database_on_a_full_disk_raises_and_keeps_what_was_committed(small_disk) -> None:
     import errno
 
-    from scrapy_neardup.storage.journal import Journal
+    from scrapy_neardup.storage.statedb import STATE_FILE, StateDB, read_only
+    from scrapy_neardup.urls import url_fingerprint
 
-    journal = Journal(tmp_path / "j.journal", flush_interval=0)
-    list(journal.open())
-    journal.append(b"first")
-    calls = []
-    journal.on_disk_full = lambda exc, path: calls.append((exc.errno, path))
-    raw = journal._file.raw
-
-    class Full:
-        def write(self, data):
-            raw.write(data[:3])  # part of the record reaches the disk, as on ENOSPC
-            raise OSError(errno.ENOSPC, "No space left on device")
-
-        def __getattr__(self, name):
-            return getattr(raw, name)
-
-    journal._file.raw = Full()
-    journal.append(b"second")
-    journal.append(b"third")  # nothing more is written
-    journal.sync()
-    journal.close()
-    assert calls == [(errno.ENOSPC, journal.path)]
-    assert journal.failed
-    reopened = Journal(tmp_path / "j.journal", flush_interval=0)
-    assert list(reopened.open()) == [b"first"]  # the torn record is cut off
-    assert reopened.torn
-    reopened.close()
-
-
-def test_a_journal_without_a_disk_full_handler_raises(tmp_path) -> None:
-    import errno
-
-    from scrapy_neardup.storage.journal import Journal
-
-    journal = Journal(tmp_path / "j.journal", flush_interval=0)
-    list(journal.open())
-
-    class Full:
-        def write(self, data):
-            raise OSError(errno.ENOSPC, "No space left on device")
-
-    real, journal._file.raw = journal._file.raw, Full()
-    with pytest.raises(OSError):
-        journal.append(b"one")
-    journal._file.raw = real
-    journal.close()
+    db = StateDB(small_disk / STATE_FILE)
+    db.open({})
+    db.start_writing()
+    db.add_key(url_fingerprint("https://example.com/first"))
+    db.commit(durable=True)
+    with pytest.raises(OSError) as info:
+        for n in range(100_000):
+            db.put_text(f"https://example.com/{n}", "text " * 200)
+            if n % 10 == 0:
+                db.commit()
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(db.path)
+    db.abandon()
+    subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)
+    db = read_only(small_disk / STATE_FILE)
+    assert db.has_key(url_fingerprint("https://example.com/first"))
+    db.abandon()

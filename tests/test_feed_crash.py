@@ -199,3 +199,26 @@ def test_harness_plain_scrapy(site, site_url, tmp_path) -> None:
     assert series.kills >= KILLS
     assert series.finished
     assert numbers["documents"] - numbers["lost"] > 0  # the feeds were read
+
+
+@pytest.mark.parametrize("stop_at", [6, 15])
+def test_every_item_delivered_again_is_counted(stop_at, site, site_url, tmp_path) -> None:
+    """Killed once, then run to the end: every URL the second feed repeats from the first
+    is counted in ``neardup/items/redelivered``. Items too large for the feed's buffer reach
+    the feed file as they are exported, before the state's next sync: a document's check is
+    committed before its item goes on, so the crawl that fetches its page again finds it
+    and delivers it again (rather than keep it as new, uncounted)."""
+    spider = "tests.start_urls_spider.PaddedSpider"
+    settings = {"NEARDUP_FLUSH_INTERVAL": 1.0}
+    proc = start(site_url, tmp_path, 0, settings, spider, stop_at=stop_at)
+    assert stopped(proc), "the crawl ended before it could be killed"
+    kill_stopped(proc)
+    proc = start(site_url, tmp_path, 1, settings, spider)
+    assert proc.wait(timeout=120) == 0, (tmp_path / "stderr.log").read_text()[-3000:]
+    stats = lines(tmp_path / "fates1.jsonl")[-1]["stats"]
+    first = {item["url"] for item in lines(tmp_path / "feeds" / "run0.jsonl")}
+    again = [item["url"] for item in lines(tmp_path / "feeds" / "run1.jsonl")]
+    repeated = sum(url in first for url in again)
+    redelivered = stats.get("neardup/items/redelivered", 0)
+    report(f"killed after {stop_at} items", {"repeated": repeated, "redelivered": redelivered})
+    assert redelivered >= repeated > 0

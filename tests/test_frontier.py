@@ -1,5 +1,5 @@
-"""The frontier journal: bounded while a crawl runs, exactly what is pending, done only once
-the items are in the feed files, and JSON that runs no code when it is read back."""
+"""The frontier: exactly what is pending, done only once the items are in the feed files, and
+JSON that runs no code when it is read back."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import math
 import os
 import pickle
 import signal
+import sqlite3
+import struct
 import sys
 import uuid
 from collections import OrderedDict, defaultdict, namedtuple
@@ -30,11 +32,9 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.spiders import CrawlSpider, Rule, SitemapSpider
 from scrapy.utils.test import get_crawler
 
-from scrapy_neardup import frontier as frontier_module
 from scrapy_neardup import request_codec
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.frontier import (
-    FRONTIER_JOURNAL,
     FRONTIER_META,
     PARENT_META,
     RECOVERED_META,
@@ -45,7 +45,7 @@ from scrapy_neardup.frontier import (
     request_to_json,
 )
 from scrapy_neardup.state import NearDupState
-from scrapy_neardup.storage.journal import Journal, read_records
+from scrapy_neardup.storage.statedb import STATE_FILE, StateDB
 from scrapy_neardup.urls import url_fingerprint
 
 FRONTIER = {"scrapy_neardup.middlewares.FrontierMiddleware": 10}
@@ -62,20 +62,43 @@ def request(n: int) -> tuple[Request, bytes]:
     return Request(url), url_fingerprint(url)
 
 
-def kinds(path: Path) -> list[bytes]:
-    """The record kinds (Q, D, C) of a journal, as its file on disk holds them, after the
-    "R" every run's journal starts with."""
-    found = [payload[:1] for payload in read_records(path)[0]]
-    assert found[:1] == [b"R"], found[:3]
-    return found[1:]
-
-
-def test_compacted_as_requests_are_done(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(frontier_module, "COMPACT_MIN_BYTES", 64 * 1024)
-    frontier = Frontier(tmp_path, flush_interval=60)  # fsynced by sync() only
+def frontier_at(directory: Path, flush_interval: float = 0, stats: Any = None) -> Frontier:
+    """The frontier of the state database in ``directory``, opened."""
+    db = StateDB(directory / STATE_FILE, flush_interval)
+    db.open({})
+    db.start_writing()
+    frontier = Frontier(db, stats)
     frontier.open()
+    return frontier
+
+
+def crash(frontier: Frontier) -> None:
+    """A SIGKILL: what was not committed is gone."""
+    frontier.db.abandon()
+
+
+def committed(directory: Path) -> list[bytes]:
+    """The fingerprints of the requests pending, as another process reads them now."""
+    db = sqlite3.connect(directory / STATE_FILE)
+    try:
+        rows = db.execute("select data from requests order by seq")
+        return [bytes(data[:16]) for (data,) in rows]
+    finally:
+        db.close()
+
+
+def run_recorded(directory: Path) -> str | None:
+    db = sqlite3.connect(directory / STATE_FILE)
+    try:
+        row = db.execute("select value from meta where name = 'run'").fetchone()
+        return row[0] if row else None
+    finally:
+        db.close()
+
+
+def test_done_requests_leave_the_database(tmp_path) -> None:
+    frontier = frontier_at(tmp_path, flush_interval=60)  # committed by sync() only
     requests = {}
-    largest = 0
     for n in range(5_000):
         req, fp = request(n)
         frontier.schedule(req, fp)
@@ -84,73 +107,65 @@ def test_compacted_as_requests_are_done(tmp_path, monkeypatch) -> None:
             frontier.done(requests.pop(n - 20))
         if n % 10 == 0:
             frontier.sync()  # as the state's periodic sync does
-        largest = max(largest, (tmp_path / FRONTIER_JOURNAL).stat().st_size)
+            assert len(committed(tmp_path)) <= 31  # the pending ones, not 5,000
     frontier.sync()
-    one_record = len(b"Q") + 16 + 400  # about: fingerprint and a request as JSON
-    assert largest < 64 * 1024 + 40 * one_record * 4  # bounded, not 5,000 records
-    frontier.journal.close()  # a crash: no "C"
+    crash(frontier)
 
-    again = Frontier(tmp_path, flush_interval=0)
-    again.open()
+    again = frontier_at(tmp_path)
     assert again.crashed
     assert sorted(r.url for r in again.recover(spider=None)) == sorted(
         r.url for r in requests.values()
     )
-    again.journal.close()
+    crash(again)
 
 
 def test_done_is_written_at_the_next_sync_only(tmp_path) -> None:
-    """A ``D`` waits in memory, never in the journal's buffer: a full buffer would hand it to
-    the OS before the feed lines of its items."""
-    frontier = Frontier(tmp_path, flush_interval=1.0)
-    frontier.open()
-    path = tmp_path / FRONTIER_JOURNAL
-    done = [request(n) for n in range(3000)]  # D records of ~75 KB: far over a buffer
+    """A done request's row is deleted at the next sync only, after the feed files: never
+    before the feed lines of its items."""
+    frontier = frontier_at(tmp_path, flush_interval=1.0)
+    done = [request(n) for n in range(3000)]
     for req, fp in done:
         frontier.schedule(req, fp)
         frontier.done(req)
-    assert b"D" not in kinds(path)
+    frontier.commit()
+    assert len(committed(tmp_path)) == 3000
     frontier.sync()
-    assert kinds(path) == [b"Q"] * 3000 + [b"D"] * 3000
+    assert committed(tmp_path) == []
     frontier.close()
-    assert kinds(path)[-1] == b"C"
+    assert run_recorded(tmp_path) == "closed"
 
 
-def test_done_of_an_unjournaled_request_writes_nothing(tmp_path) -> None:
-    frontier = Frontier(tmp_path, flush_interval=0)
-    frontier.open()
-    size = (tmp_path / FRONTIER_JOURNAL).stat().st_size
+def test_done_of_an_unrecorded_request_writes_nothing(tmp_path) -> None:
+    frontier = frontier_at(tmp_path)
+    changes = frontier.db.db.total_changes
     frontier.done_hex("00" * 16)
     frontier.sync()
-    assert (tmp_path / FRONTIER_JOURNAL).stat().st_size == size
+    assert frontier.db.db.total_changes == changes
     frontier.close()
 
 
 def test_a_url_queued_again_after_done_stays_pending(tmp_path) -> None:
-    """A fingerprint scheduled again (the URL filter was cleared) before its ``D`` was
-    written: the ``D`` is not written, and the new request is what a crash re-queues."""
-    frontier = Frontier(tmp_path, flush_interval=60)
-    frontier.open()
+    """A fingerprint scheduled again (the URL filter was cleared) before its row was
+    deleted: the new request is what a crash re-queues."""
+    frontier = frontier_at(tmp_path, flush_interval=60)
     first, fp = request(1)
     frontier.schedule(first, fp)
     frontier.done(first)
     frontier.schedule(first.replace(priority=7), fp)
     frontier.sync()
-    frontier.journal.close()  # a crash
-    again = Frontier(tmp_path, flush_interval=0)
-    again.open()
+    crash(frontier)
+    again = frontier_at(tmp_path)
     assert [r.priority for r in again.recover(spider=None)] == [7]
-    again.journal.close()
+    crash(again)
 
 
 def test_the_plugins_own_meta_is_not_journaled_and_is_set_again(tmp_path) -> None:
     """Our meta keys describe this run's copy of a request (the URL checked, its frontier
-    entry, a re-queue): a journaled request is written without them, and a re-queued one
+    entry, a re-queue): a recorded request is written without them, and a re-queued one
     carries its own. A redirect's request, whose meta Scrapy copies, takes over the entry."""
     from scrapy_neardup.dupefilter import CHECKED_META
 
-    frontier = Frontier(tmp_path, flush_interval=0)
-    frontier.open()
+    frontier = frontier_at(tmp_path)
     first, fp = request(1)
     first.meta.update({CHECKED_META: first.url, RECOVERED_META: "https://old.example/", "d": 2})
     frontier.schedule(first, fp)
@@ -158,15 +173,17 @@ def test_the_plugins_own_meta_is_not_journaled_and_is_set_again(tmp_path) -> Non
     moved, moved_fp = request(2)
     moved = moved.replace(meta=dict(first.meta))  # as RedirectMiddleware copies it
     frontier.schedule(moved, moved_fp)
-    frontier.journal.close()  # a crash
-    records = [p for p in read_records(tmp_path / FRONTIER_JOURNAL)[0] if p[:1] == b"Q"]
-    assert all(b"_neardup" not in p for p in records)
-    again = Frontier(tmp_path, flush_interval=0)
-    again.open()
+    frontier.sync()
+    crash(frontier)
+    db = sqlite3.connect(tmp_path / STATE_FILE)
+    records = [bytes(data[16:]) for (data,) in db.execute("select data from requests")]
+    db.close()
+    assert records and all(b"_neardup" not in data for data in records)
+    again = frontier_at(tmp_path)
     (recovered,) = again.recover(spider=None)  # the first one is done: the redirect took over
     assert recovered.url == moved.url
     assert recovered.meta == {"d": 2, FRONTIER_META: moved_fp.hex(), RECOVERED_META: moved.url}
-    again.journal.close()
+    crash(again)
 
 
 # -- feed exports -----------------------------------------------------------------------------
@@ -187,30 +204,33 @@ def feed_crawler(tmp_path: Path, feed: Path, **settings: Any) -> Any:
     return crawler
 
 
-def test_a_request_reaches_the_file_before_anything_that_depends_on_it(tmp_path) -> None:
-    """Its URL and the document of its page go to journals whose buffers spill to the OS when
-    full: a ``Q`` waiting in a buffer could be lost by a SIGKILL that keeps them, and the
-    document kept without its request would be dropped as a duplicate of itself when its URL
-    is found again as new."""
+def test_a_request_is_committed_with_anything_that_depends_on_it(tmp_path) -> None:
+    """Its URL key and the document of its page are never committed before it: a document
+    kept without its request would be dropped as a duplicate of itself when its URL is found
+    again as new. The commit that takes them takes the request too."""
     crawler = feed_crawler(tmp_path, tmp_path / "items.jsonl", NEARDUP_FLUSH_INTERVAL=60)
     state = NearDupState.from_crawler(crawler)
+    state_dir = tmp_path / "job" / "neardup"
+
+    def keys() -> set[bytes]:
+        db = sqlite3.connect(state_dir / STATE_FILE)
+        found = {struct.pack("<qq", *row) for row in db.execute("select key, rest from url_keys")}
+        db.close()
+        return found
+
     req, fp = request(1)
     assert not state.key_seen(fp, lambda key: state.frontier.schedule(req, key))
-    assert kinds(state.frontier.journal.path) == []  # both buffered: the Q need not go yet
-    assert read_records(state._url_journal.path)[0] == []
-    state._url_journal.write_out()  # as when its buffer fills up
-    assert kinds(state.frontier.journal.path) == [b"Q"]  # went first
-    assert read_records(state._url_journal.path)[0] == [fp]
-    req2, fp2 = request(2)
-    assert not state.key_seen(fp2, lambda key: state.frontier.schedule(req2, key))
-    state.dedup.recorder.head("https://example.com/2", state.dedup.sign("two words"))
-    state._content_journal.write_out()
-    assert kinds(state.frontier.journal.path) == [b"Q", b"Q"]
-    for i in range(3, 3000):  # a full buffer writes out on its own, the Qs first
+    assert committed(state_dir) == [] and keys() == set()  # both wait for a commit
+    state.dedup.recorder.head("https://example.com/1", state.dedup.sign("two words"))
+    state.db.commit()  # the request and the document; the key may wait (a fetch again)
+    assert committed(state_dir) == [fp] and keys() <= {fp}
+    state.db.commit(durable=True)
+    assert keys() == {fp}
+    for i in range(2, 3000):  # batches of keys go in after their requests
         req_i, fp_i = request(i)
         state.key_seen(fp_i, lambda key, r=req_i: state.frontier.schedule(r, key))
-    urls = read_records(state._url_journal.path)[0]
-    assert len(urls) > 2 and len(kinds(state.frontier.journal.path)) >= len(urls)
+        state.db.commit(durable=i % 100 == 0)
+        assert keys() <= set(committed(state_dir))
     state.close()
 
 
@@ -221,30 +241,31 @@ def test_feed_lines_are_durable_before_the_done_records(tmp_path, monkeypatch) -
     state = NearDupState.from_crawler(crawler)
     frontier = state.frontier
     exporter = crawler.get_extension(FeedExporter)
-    journal_path = frontier.journal.path
+    state_dir = tmp_path / "job" / "neardup"
     synced: list[str] = []
     real_fsync = os.fsync
 
     def fsync(fd: int) -> None:
-        # what the OS holds at each fsync: the feed's lines, the journal's D records
+        # what the OS holds at each fsync: the feed's lines, the requests pending
         name = Path(os.readlink(f"/proc/self/fd/{fd}")).name
         lines = feed.read_bytes().count(b"\n")
-        synced.append(f"{name}:{lines}:{kinds(journal_path).count(b'D')}")
+        synced.append(f"{name}:{lines}:{len(committed(state_dir))}")
         real_fsync(fd)
 
     req, fp = request(1)
     frontier.schedule(req, fp)
+    frontier.commit()
     exporter.item_scraped({"url": req.url}, crawler.spider)  # Scrapy's own handler
     frontier.done(req)
     assert feed.read_bytes() == b""  # in the feed's buffer: a SIGKILL now loses it ...
-    assert b"D" not in kinds(journal_path)  # ... and the request is crawled again
+    assert committed(state_dir) == [fp]  # ... and the request is crawled again
     monkeypatch.setattr(os, "fsync", fsync)
     state.sync()
     monkeypatch.undo()
     assert json.loads(feed.read_bytes()) == {"url": req.url}
-    assert kinds(journal_path) == [b"Q", b"D"]
-    # the feed was fsynced with its line and no D on disk, then the journal with its D
-    assert synced.index("items.jsonl:1:0") < synced.index("frontier.journal:1:1")
+    assert committed(state_dir) == []
+    # the feed was fsynced with its line while its request was pending, then the request done
+    assert synced.index("items.jsonl:1:1") < synced.index(f"{STATE_FILE}-wal:1:0")
     state.close()
 
 
@@ -256,7 +277,8 @@ def test_with_a_flush_interval_of_0_done_is_durable_at_once(tmp_path) -> None:
     state.frontier.schedule(req, fp)
     crawler.get_extension(FeedExporter).item_scraped({"url": req.url}, crawler.spider)
     state.frontier.done(req)
-    assert kinds(state.frontier.journal.path) == [b"Q", b"D"]
+    assert run_recorded(tmp_path / "job" / "neardup") == "running"
+    assert committed(tmp_path / "job" / "neardup") == []  # done, durably
     assert json.loads(feed.read_bytes()) == {"url": req.url}
     state.close()
 
@@ -308,15 +330,16 @@ def test_the_periodic_sync_writes_done_requests_of_an_idle_crawl(tmp_path) -> No
     state = NearDupState.from_crawler(crawler)
     state.sync_clock = clock = Clock()
     crawler.signals.send_catch_log(signals.engine_started)
-    journal_path = state.frontier.journal.path
+    state_dir = tmp_path / "job" / "neardup"
     req, fp = request(1)
     state.frontier.schedule(req, fp)
+    state.frontier.commit()
     crawler.get_extension(FeedExporter).item_scraped({"url": req.url}, crawler.spider)
     state.frontier.done(req)
     clock.advance(0.9)
-    assert kinds(journal_path) == [] and feed.read_bytes() == b""  # nothing written yet
+    assert committed(state_dir) == [fp] and feed.read_bytes() == b""  # nothing synced yet
     clock.advance(0.1)
-    assert kinds(journal_path) == [b"Q", b"D"]
+    assert committed(state_dir) == []
     assert json.loads(feed.read_bytes()) == {"url": req.url}
     state.close()
     assert not clock.getDelayedCalls()  # the loop stopped with the state
@@ -462,24 +485,24 @@ def test_a_request_json_cannot_hold_is_counted_not_journaled(tmp_path) -> None:
     from scrapy.statscollectors import MemoryStatsCollector
 
     stats = MemoryStatsCollector(get_crawler())
-    frontier = Frontier(tmp_path, flush_interval=0, stats=stats)
-    frontier.open()
+    frontier = frontier_at(tmp_path, stats=stats)
     frontier.schedule(Request("https://example.com/1", meta={"when": object()}), b"\x01" * 16)
     frontier.schedule(Request("https://example.com/2", callback=lambda r: None), b"\x02" * 16)
     assert stats.get_value("neardup/frontier/unserializable") == 2
     frontier.close()
-    assert kinds(tmp_path / FRONTIER_JOURNAL) == [b"C"]
+    assert committed(tmp_path) == [] and run_recorded(tmp_path) == "closed"
 
 
-# -- a crafted journal runs no code -------------------------------------------------------------
+# -- a crafted request runs no code -------------------------------------------------------------
 
 
 def write_q(tmp_path: Path, payload: bytes) -> None:
-    """One ``Q`` record with a valid checksum, as an attacker with the JOBDIR could write."""
-    journal = Journal(tmp_path / FRONTIER_JOURNAL, 0)
-    journal.open()
-    journal.append(b"Q" + b"\x07" * 16 + payload)
-    journal.close()
+    """One request row, as an attacker with the JOBDIR could write it."""
+    frontier_at(tmp_path).db.close()
+    db = sqlite3.connect(tmp_path / STATE_FILE)
+    db.execute("insert into requests values (1, ?)", (b"\x07" * 16 + payload,))
+    db.commit()
+    db.close()
 
 
 @pytest.fixture
@@ -538,14 +561,13 @@ def test_a_crafted_request_is_refused_and_imports_nothing(crafted, tmp_path, tra
 
     write_q(tmp_path, bytes([REQUEST_FORMAT]) + json.dumps(crafted).encode())
     stats = MemoryStatsCollector(get_crawler())
-    frontier = Frontier(tmp_path, flush_interval=0, stats=stats)
-    frontier.open()
+    frontier = frontier_at(tmp_path, stats=stats)
     assert frontier.recover(spider=None) == []
     assert not trap.exists()
     assert "neardup_trap" not in sys.modules
     assert stats.get_value("neardup/frontier/unrecoverable") == 1
     assert "scrapy-neardup: cannot re-queue a request 0707" in caplog.text
-    frontier.journal.close()
+    crash(frontier)
 
 
 class _Sprung:
@@ -561,26 +583,25 @@ class _Sprung:
 def test_a_pickled_request_of_the_old_format_is_never_unpickled(tmp_path) -> None:
     sprung = tmp_path / "sprung"
     write_q(tmp_path, pickle.dumps({"url": "https://example.com/", "x": _Sprung(str(sprung))}, 4))
-    before = (tmp_path / FRONTIER_JOURNAL).read_bytes()
-    frontier = Frontier(tmp_path, flush_interval=0)
-    with pytest.raises(
-        StateError, match=r"frontier\.journal: holds requests pickled by an earlier"
-    ):
-        frontier.open()
-    frontier.journal.close()
+    before = (tmp_path / STATE_FILE).read_bytes()
+    db = StateDB(tmp_path / STATE_FILE)
+    db.open({})
+    with pytest.raises(StateError, match=r"state\.sqlite: holds requests pickled by an earlier"):
+        Frontier(db).read()
+    db.abandon()
     assert not sprung.exists()
-    assert (tmp_path / FRONTIER_JOURNAL).read_bytes() == before
+    assert (tmp_path / STATE_FILE).read_bytes() == before
 
 
 def test_a_pickled_request_stops_a_crawler_at_start(tmp_path) -> None:
-    state_dir = tmp_path / "job" / "neardup"
-    state_dir.mkdir(parents=True)
-    write_q(state_dir, pickle.dumps({"url": "https://example.com/"}, 4))
-    crawler = get_crawler(
-        settings_dict={"JOBDIR": str(tmp_path / "job"), "SPIDER_MIDDLEWARES": FRONTIER}
-    )
-    with pytest.raises(StateError, match=r"neardup/frontier\.journal: holds requests pickled"):
-        NearDupState.from_crawler(crawler)
+    settings = {"JOBDIR": str(tmp_path / "job"), "SPIDER_MIDDLEWARES": FRONTIER}
+    NearDupState.from_crawler(get_crawler(settings_dict=settings)).close()
+    db = sqlite3.connect(tmp_path / "job" / "neardup" / STATE_FILE)
+    db.execute("insert into requests values (1, ?)", (b"\x07" * 16 + pickle.dumps({}, 4),))
+    db.commit()
+    db.close()
+    with pytest.raises(StateError, match=r"neardup/state\.sqlite: holds requests pickled"):
+        NearDupState.from_crawler(get_crawler(settings_dict=settings))
 
 
 def test_the_dupefilter_alone_keeps_no_frontier_and_starts_no_workers(tmp_path) -> None:
@@ -594,24 +615,22 @@ def test_the_dupefilter_alone_keeps_no_frontier_and_starts_no_workers(tmp_path) 
     assert not any(dupefilter.request_seen(request(n)[0]) for n in range(100))
     assert all(dupefilter.request_seen(request(n)[0]) for n in range(100))
     dupefilter.close("finished")
-    assert not (tmp_path / "neardup" / FRONTIER_JOURNAL).exists()  # nothing would mark it done
-    assert (tmp_path / "neardup" / "urls.bloom").exists()  # closing wrote the snapshot
+    assert committed(tmp_path / "neardup") == []  # nothing would mark them done
+    assert run_recorded(tmp_path / "neardup") is None
     assert multiprocessing.active_children() == []
 
 
 def test_a_crash_is_told_from_a_clean_close_with_no_request_journaled(tmp_path) -> None:
-    """A spider of start_urls journals no request (dont_filter): the run's "R" record alone
-    says whether it ended cleanly."""
-    first = Frontier(tmp_path, flush_interval=0)
-    first.open()
+    """A spider of start_urls records no request (dont_filter): the run recorded as under
+    way at start alone says whether it ended cleanly."""
+    first = frontier_at(tmp_path)
     assert first.ended_cleanly  # a first run
-    first.journal.close()  # killed: no "C"
-    second = Frontier(tmp_path, flush_interval=0)
-    second.open()
+    crash(first)  # killed: not recorded closed
+    second = frontier_at(tmp_path)
     assert not second.ended_cleanly and not second.crashed  # nothing to re-queue
     second.close()  # a clean close
-    third = Frontier(tmp_path, flush_interval=0)
-    third.open()
+    second.db.close()
+    third = frontier_at(tmp_path)
     assert third.ended_cleanly
     third.close()
 
@@ -965,8 +984,7 @@ def test_an_unjournaled_child_keeps_its_parent_pending_through_a_crash(tmp_path,
     from scrapy.statscollectors import MemoryStatsCollector
 
     stats = MemoryStatsCollector(get_crawler())
-    frontier = Frontier(tmp_path, flush_interval=0, stats=stats)
-    frontier.open()
+    frontier = frontier_at(tmp_path, stats=stats)
     parent, parent_fp = request(1)
     frontier.schedule(parent, parent_fp)
     with socket.socket() as sock, caplog.at_level(logging.DEBUG, "scrapy_neardup.frontier"):
@@ -985,21 +1003,28 @@ def test_an_unjournaled_child_keeps_its_parent_pending_through_a_crash(tmp_path,
     frontier.done(fine)
     frontier.done(parent)  # its output went through, but a child was not journaled
     frontier.sync()
-    assert kinds(frontier.journal.path) == [b"Q", b"X", b"Q", b"X", b"D"]  # no D for it
-    frontier.journal.close()  # a crash
+    assert committed(tmp_path) == [parent_fp]  # not done
+    assert marks(tmp_path) == {(parent_fp, lost_fp), (parent_fp, other_fp)}
+    crash(frontier)
 
-    again = Frontier(tmp_path, flush_interval=0)
-    again.open()
+    again = frontier_at(tmp_path)
     assert again.crashed and again.passes == {lost_fp, other_fp}
     assert [r.url for r in again.recover(spider=None)] == [parent.url]
-    assert kinds(again.journal.path) == [b"Q", b"X", b"X"]  # compacted, the marks kept
+    assert marks(tmp_path) == {(parent_fp, lost_fp), (parent_fp, other_fp)}  # kept
     assert again.take_pass(lost_fp) and not again.take_pass(lost_fp)  # once
-    again.journal.close()
+    crash(again)
+
+
+def marks(directory: Path) -> set[tuple[bytes, bytes]]:
+    db = sqlite3.connect(directory / STATE_FILE)
+    try:
+        return {(bytes(p), bytes(c)) for p, c in db.execute("select parent, child from marks")}
+    finally:
+        db.close()
 
 
 def test_a_parent_whose_children_all_journaled_is_done_as_before(tmp_path) -> None:
-    frontier = Frontier(tmp_path, flush_interval=0)
-    frontier.open()
+    frontier = frontier_at(tmp_path)
     parent, parent_fp = request(1)
     frontier.schedule(parent, parent_fp)
     children = [child_of(parent, n, link_text="x", rule=0) for n in range(2, 5)]
@@ -1008,46 +1033,40 @@ def test_a_parent_whose_children_all_journaled_is_done_as_before(tmp_path) -> No
         if LAZY_REQUESTS:
             assert request_codec._plain_to_json(child, None) is not None  # the fast path still
     frontier.done(parent)
-    assert kinds(frontier.journal.path) == [b"Q"] * 4 + [b"D"]
-    frontier.journal.close()  # a crash
-    again = Frontier(tmp_path, flush_interval=0)
-    again.open()
+    assert committed(tmp_path) == [fp for _, fp in children] and marks(tmp_path) == set()
+    crash(frontier)
+    again = frontier_at(tmp_path)
     assert sorted(r.url for r in again.recover(None)) == sorted(c.url for c, _ in children)
     assert again.passes == set()
-    again.journal.close()
+    crash(again)
 
 
-def test_a_pinned_parent_is_pending_until_its_children_journal(tmp_path, monkeypatch) -> None:
-    """Compaction keeps the marks of pending requests; a clean close keeps them for a later
-    crash, without passes in between; once the parent is done, its marks go."""
-    monkeypatch.setattr(frontier_module, "COMPACT_MIN_BYTES", 16 * 1024)
-    frontier = Frontier(tmp_path, flush_interval=60)
-    frontier.open()
+def test_a_pinned_parent_is_pending_until_its_children_journal(tmp_path) -> None:
+    """A clean close keeps the marks of pending requests for a later crash, without passes
+    in between; once the parent is done, its marks go."""
+    frontier = frontier_at(tmp_path, flush_interval=60)
     parent, parent_fp = request(1)
     frontier.schedule(parent, parent_fp)
     lost, lost_fp = child_of(parent, 2, when=object())
     frontier.schedule(lost, lost_fp)
     frontier.done(parent)
-    for n in range(3, 1000):  # enough done requests to compact the journal, several times
+    for n in range(3, 1000):
         req, fp = request(n)
         frontier.schedule(req, fp)
         frontier.done(req)
         if n % 50 == 0:
             frontier.sync()
-    frontier.sync()
-    assert kinds(frontier.journal.path)[:2] == [b"Q", b"X"]  # compacted: the parent and its mark
-    assert (tmp_path / FRONTIER_JOURNAL).stat().st_size < 64 * 1024
     frontier.close()  # clean: Scrapy's queue holds the rest
+    frontier.db.close()
+    assert committed(tmp_path) == [parent_fp] and marks(tmp_path) == {(parent_fp, lost_fp)}
 
-    second = Frontier(tmp_path, flush_interval=0)
-    second.open()
+    second = frontier_at(tmp_path)
     assert not second.crashed and second.passes == set()  # no crash: nothing re-crawled
-    assert kinds(second.journal.path) == [b"Q", b"X"]
+    assert marks(tmp_path) == {(parent_fp, lost_fp)}
     assert second.pinned(parent_fp.hex())  # answers for what its child yields, if crawled
-    second.journal.close()  # this run crashes
+    crash(second)  # this run crashes
 
-    third = Frontier(tmp_path, flush_interval=0)
-    third.open()
+    third = frontier_at(tmp_path)
     assert third.passes == {lost_fp}
     (recovered,) = third.recover(None)
     assert recovered.url == parent.url
@@ -1056,10 +1075,9 @@ def test_a_pinned_parent_is_pending_until_its_children_journal(tmp_path, monkeyp
     third.schedule(child, lost_fp)
     third.done(recovered)
     third.close()
-    fourth = Frontier(tmp_path, flush_interval=0)
-    fourth.open()
-    assert kinds(fourth.journal.path) == [b"Q"]  # the child alone; the mark went with its parent
-    fourth.close()
+    third.db.close()
+    assert committed(tmp_path) == [lost_fp]  # the child alone
+    assert marks(tmp_path) == set()  # the mark went with its parent
 
 
 def jobdir_crawler(tmp_path: Path) -> Any:
@@ -1090,7 +1108,7 @@ def test_after_a_crash_the_child_passes_the_url_filter_once(tmp_path) -> None:
     assert not dupefilter.request_seen(child)  # new: let through, not journaled
     state.frontier.done(parent)
     state.sync()
-    state._abandon()  # a SIGKILL: no snapshot, no "C"
+    state.directory.abandon()  # a SIGKILL: not recorded closed
 
     crawler = jobdir_crawler(tmp_path)
     dupefilter = NearDupDupeFilter.from_crawler(crawler)
@@ -1201,10 +1219,45 @@ def test_a_real_crawl_killed_on_an_unjournaled_page_crawls_it_again(tmp_path) ->
     finally:
         server.shutdown()
         server.server_close()
-    kinds_left = [p[:1] for p in read_records(jobdir / "neardup" / FRONTIER_JOURNAL)[0]]
     kept = [[r["kept"]["url"].rsplit("/", 1)[1] for r in run if "kept" in r] for run in runs]
     assert kept[0] == ["list.html"]  # then killed on item.html
     assert "item.html" in kept[1], (kept, stderr.read_text()[-3000:])
     stats = runs[1][-1]["stats"]
     assert stats["neardup/frontier/recovered"] == 1 and stats["neardup/frontier/passed"] == 1
-    assert kinds_left[-1:] == [b"C"]
+    assert run_recorded(jobdir / "neardup") == "closed"
+
+
+@pytest.mark.parametrize(
+    ("start_url", "crawled"), [("https://example.com/", False), ("file:///tmp/", True)]
+)
+def test_a_recorded_request_of_a_scheme_no_start_request_has_is_not_crawled(
+    tmp_path, start_url, crawled
+) -> None:
+    """A JOBDIR is data: a request row crafted to read a local file is crawled only when
+    the spider's own start requests are of its scheme."""
+    import asyncio
+
+    from scrapy_neardup.middlewares import FrontierMiddleware
+
+    crawler = jobdir_crawler(tmp_path)
+    state = NearDupState.from_crawler(crawler)
+    state.directory.abandon()  # a crashed run: not recorded closed
+    db = sqlite3.connect(tmp_path / "job" / "neardup" / STATE_FILE)
+    data = bytes([REQUEST_FORMAT]) + json.dumps({"url": "file:///etc/hostname"}).encode()
+    db.execute("insert into requests values (1, ?)", (b"\x07" * 16 + data,))
+    db.commit()
+    db.close()
+    crawler = jobdir_crawler(tmp_path)
+    mw = FrontierMiddleware.from_crawler(crawler)
+
+    async def start() -> Any:
+        yield Request(start_url)
+
+    async def collect() -> list[str]:
+        return [r.url async for r in mw.process_start(start())]
+
+    urls = asyncio.run(collect())
+    assert ("file:///etc/hostname" in urls) is crawled and start_url in urls
+    refused = mw.state.stats.get_value("neardup/frontier/refused")
+    assert refused == (None if crawled else 1)
+    mw.state.close()

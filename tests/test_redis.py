@@ -25,11 +25,12 @@ from redis_server import RedisServer, redis_state
 from scrapy.exceptions import DropItem
 
 from corpus import synthetic_corpus
+from corpus.text import letter_word
 from scrapy_neardup.backends import make_backend
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
-from scrapy_neardup.state.redis import RETRY_INTERVAL, RedisState
+from scrapy_neardup.state.redis import RETRY_INTERVAL, STATE_CHECK_INTERVAL, RedisState
 from scrapy_neardup.storage import redis_client, redis_index, redis_urls
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.text import Document
@@ -92,11 +93,11 @@ def _variants(n_bases: int, n_copies: int, seed: int) -> list[list[str]]:
     rng = random.Random(seed)
     groups = []
     for _ in range(n_bases):
-        base = [f"w{rng.randrange(20000)}" for _ in range(150)]
+        base = [letter_word(rng.randrange(20000)) for _ in range(150)]
         copies = []
         for c in range(n_copies):
             words = list(base)
-            words[(c * 37) % 150] = f"edit{rng.randrange(10**6)}"
+            words[(c * 37) % 150] = letter_word(rng.randrange(10**6), "edit")
             copies.append(" ".join(words))
         groups.append(copies)
     return groups
@@ -294,6 +295,92 @@ def test_other_method_parameters_are_refused(client, server) -> None:
     other.close()
 
 
+@pytest.mark.parametrize(
+    ("setting", "value", "other"),
+    [
+        ("NEARDUP_STRIP_PARAMS", ["utm_*"], ["utm_*", "ref"]),
+        ("NEARDUP_STRIP_TRAILING_SLASH", True, False),
+        ("NEARDUP_EXTRACT_FAST", True, False),
+        ("NEARDUP_MAX_TEXT_CHARS", 500_000, 100_000),
+    ],
+)
+def test_settings_that_change_what_a_prefix_holds_are_refused(
+    client, server, setting, value, other
+) -> None:
+    """URL keys (the parameters stripped, the trailing slash), the text signed (fast mode, its
+    length) and the decision (boilerplate) are recorded under the prefix, as the method's
+    parameters are: a crawler with other values refuses to start, naming the setting."""
+    state, _ = redis_state(server, "set", **{setting: value})
+    state.close()
+    with pytest.raises(StateError, match=rf"written with {setting}=.*configured {setting}="):
+        redis_state(server, "set", **{setting: other})
+    same, _ = redis_state(server, "set", **{setting: value})
+    same.close()
+
+
+def test_a_redis_restarted_empty_mid_crawl_is_warned_of(tmp_path, caplog) -> None:
+    """Redis restarts without persistence (the client reconnects at once: no outage): the
+    crawl says what Redis lost within STATE_CHECK_INTERVAL, and records its parameters
+    again."""
+    with RedisServer(tmp_path / "volatile") as volatile:
+        state, _ = redis_state(volatile, "gone")
+        try:
+            assert not state.url_seen("https://example.com/1")
+            volatile.stop()
+            volatile.start()
+            deadline = time.monotonic() + STATE_CHECK_INTERVAL + 10
+            n = 2
+            while not any("lost the crawl" in r.getMessage() for r in caplog.records):
+                assert time.monotonic() < deadline, "not said"
+                state.url_seen(f"https://example.com/{n}")
+                n += 1
+                time.sleep(0.1)
+            lost = [r for r in caplog.records if "lost the crawl's state" in r.getMessage()]
+            assert len(lost) == 1 and lost[0].levelno == logging.WARNING
+            assert "{gone}" in lost[0].getMessage()
+            meta = redis_client.connect(volatile.url).hgetall("{gone}:neardup:meta")
+            assert {b"format", b"content", b"crawl", b"urls"} <= set(meta)
+        finally:
+            state.close()
+
+
+def test_a_crawl_resumed_on_a_redis_that_lost_its_state_is_warned_of(
+    client, server, tmp_path, caplog
+) -> None:
+    """JOBDIR shows that the crawl ran before (Scrapy's queue is there), but Redis holds
+    nothing under its prefix: said at start. Not for a first run, nor on a Redis that kept
+    the prefix."""
+    from scrapy import Spider
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_neardup.state import NearDupState
+
+    class Resumed(Spider):
+        name = "resumed"
+
+    def open_state(jobdir: Path) -> None:
+        settings = {
+            "JOBDIR": str(jobdir),
+            "NEARDUP_STORAGE": "redis",
+            "NEARDUP_REDIS_URL": server.url,
+            "NEARDUP_WORKERS": 0,
+        }
+        NearDupState.from_crawler(get_crawler(Resumed, settings_dict=settings)).close()
+
+    def warned() -> int:
+        return sum("holds nothing under {resumed}" in r.getMessage() for r in caplog.records)
+
+    open_state(tmp_path / "first-run")
+    assert warned() == 0
+    resumed = tmp_path / "resumed"
+    (resumed / "requests.queue").mkdir(parents=True)
+    open_state(resumed)  # the prefix is there: nothing to say
+    assert warned() == 0
+    client.flushdb()
+    open_state(resumed)
+    assert warned() == 1
+
+
 def test_reset_deletes_one_crawl_and_only_it(client) -> None:
     for prefix in ("a*", "ab", "a", "a:b", "a:urls"):
         redis_dedup(client, prefix, "simhash").check("k", " ".join(f"x{i}" for i in range(40)))
@@ -441,8 +528,8 @@ def test_two_crawlers_share_one_redis(client, server, site, site_url, tmp_path) 
     )
     assert stats.returncode == 0, stats.stderr
     summary = json.loads(stats.stdout)
-    assert summary["content"]["documents_indexed"] == 54
-    assert summary["content"]["duplicates"] == sum(len(r["dropped"]) for r in results) == 24
+    assert summary["content"]["documents_indexed"] == 54 + 12  # and the near copies
+    assert summary["content"]["duplicates"] == sum(len(r["dropped"]) for r in results) == 12
     assert summary["content"]["method"] == "minhash" and summary["urls"]["seen"] >= 100
     assert summary["content"]["clusters"] > 0 and summary["content"]["largest_clusters"]
 

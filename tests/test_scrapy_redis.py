@@ -29,6 +29,7 @@ from scrapy import Request
 from scrapy.settings import Settings
 from scrapy.spiders import Spider
 from scrapy.utils.test import get_crawler
+from scrapy_redis_runner import kill_one_of_three, workers_settings
 
 from scrapy_neardup.dupefilter import NearDupDupeFilter
 from scrapy_neardup.state import NearDupState
@@ -234,3 +235,53 @@ def test_from_spider_shares_the_crawlers_state_and_from_settings_needs_none(clie
     finally:
         df.state.close()
         standalone.state.close()
+
+
+# -- a worker killed: its in-flight requests -------------------------------------------------
+
+#: Seconds each page of the kinds site waits (requests stay in flight a while).
+KINDS_DELAY = 0.05
+#: Items the first worker delivers before it is killed.
+KILL_AT = 60
+
+
+@pytest.fixture(scope="module")
+def kinds_site():
+    from kinds_site import KindsSite
+
+    site = KindsSite()
+    http, base = site.serve(KINDS_DELAY)
+    yield site, base
+    http.shutdown()
+    http.server_close()
+
+
+def test_a_killed_workers_requests_go_back_to_the_shared_queue(
+    client, server, kinds_site, tmp_path
+) -> None:
+    """LeasingScheduler: the killed worker's leased requests are taken back by a live one
+    once its lease ends (NEARDUP_LEASE_TIMEOUT), and what it had not acknowledged (its items
+    not yet durable in its feed) is fetched again: every article is in the union of the
+    feeds."""
+    site, base = kinds_site
+    settings = workers_settings(server.url, "lease", "leases")
+    urls, stats = kill_one_of_three(base, tmp_path, settings, KILL_AT)
+    expected = site.article_urls(base)
+    print(f"\nLeasingScheduler: {len(expected & urls)}/{len(expected)} pages in the feeds")
+    assert not expected - urls, sorted(expected - urls)[:10]
+    assert sum(s.get("neardup/leases/reclaimed", 0) for s in stats) > 0
+    assert not any(s.get("neardup/leases/released") for s in stats)  # all acknowledged
+    assert client.zcard("lease:requests") == client.hlen("lease:requests:leased") == 0
+
+
+def test_scrapy_redis_alone_loses_a_killed_workers_requests(
+    client, server, kinds_site, tmp_path
+) -> None:
+    """The same kill with scrapy-redis's own scheduler and dupefilter, no plugin: the
+    requests the killed worker had popped are gone (the figure the benchmark reports)."""
+    site, base = kinds_site
+    settings = workers_settings(server.url, "alone", "scrapy-redis")
+    urls, _ = kill_one_of_three(base, tmp_path, settings, KILL_AT)
+    expected = site.article_urls(base)
+    print(f"\nscrapy-redis alone: {len(expected & urls)}/{len(expected)} pages in the feeds")
+    assert expected - urls  # lost: what the killed worker had popped or not yet written

@@ -63,3 +63,31 @@ def test_every_setting_has_a_one_line_doc() -> None:
 def test_the_decision_settings_come_from_the_table() -> None:
     for setting, unset in DECISION_SETTINGS.values():
         assert SETTINGS[setting].default == unset
+
+
+PACKAGE = README.parent / "scrapy_neardup"
+STAT = re.compile(r"""["'](neardup/[a-z_/]+)["']""")
+
+
+def readme_stats() -> set[str]:
+    """Every stat name of the README's "Stats" section, ``{a,b}`` groups expanded."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Stats\n", 1)[1].split("\n## ", 1)[0]
+    names = set()
+    for prefix, group in re.findall(r"`(neardup/[a-z_/]*?)(?:\{([a-z_,]+)\})?`", section):
+        names.update(prefix + part for part in group.split(",")) if group else names.add(prefix)
+    return names
+
+
+def test_the_readme_documents_every_stat_the_package_writes() -> None:
+    written = {
+        name
+        for path in PACKAGE.rglob("*.py")
+        for name in STAT.findall(path.read_text(encoding="utf-8"))
+    }
+    from scrapy_neardup.extraction import Extractor
+
+    dynamic = {f"neardup/extract/{how}" for how in ("trafilatura", "fallback", "empty")}
+    dynamic |= {f"neardup/extract/{name}" for name in Extractor(None, workers=0).timing()}
+    dynamic |= {f"neardup/skipped/{limit}" for limit in ("timeout", "memory")}
+    assert written and written | dynamic <= readme_stats(), (written | dynamic) - readme_stats()

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import shutil
 
 import pytest
+import scrapy
 from scrapy.utils.test import get_crawler
 
 from scrapy_neardup.exceptions import ConfigError, StateError
 from scrapy_neardup.state import FileState, NearDupState
+from scrapy_neardup.storage.statedb import STATE_FILE
 from scrapy_neardup.urls import url_fingerprint
 
 
@@ -58,7 +61,7 @@ def state_of(jobdir, **settings) -> NearDupState:
 
 @pytest.fixture
 def jobdir(tmp_path):
-    """A JOBDIR left by a clean close: snapshots, empty journals, the URL store."""
+    """A JOBDIR left by a clean close."""
     state = state_of(tmp_path / "job")
     for n in range(3):
         state.url_seen(f"https://example.com/{n}")
@@ -85,31 +88,11 @@ def test_a_clean_close_leaves_state_that_starts_again(jobdir) -> None:
     state.close()
 
 
-@pytest.mark.parametrize("name", ["urls.bloom", "content.state"])
-def test_a_flipped_byte_in_a_snapshot_is_caught_by_its_checksum(jobdir, name) -> None:
-    path = jobdir / "neardup" / name
-    data = bytearray(path.read_bytes())
-    assert data[:4] == b"NDSN"
-    data[len(data) // 2] ^= 0x10
-    path.write_bytes(bytes(data))
-    refused(jobdir, name, "checksum mismatch")
-
-
-@pytest.mark.parametrize("name", ["urls.bloom", "content.state"])
-def test_a_snapshot_without_a_checksum_comes_from_another_version(jobdir, name) -> None:
-    path = jobdir / "neardup" / name
-    path.write_bytes(path.read_bytes()[22:])  # the body alone, as earlier versions wrote it
-    refused(jobdir, name, "without a checksum: written by another version")
-
-
-@pytest.mark.parametrize(
-    "name", ["urls.bloom", "content.state", "urls.journal", "content.journal", "urls.sqlite"]
-)
-def test_a_state_file_that_cannot_be_read_names_itself(jobdir, name) -> None:
-    path = jobdir / "neardup" / name
+def test_a_state_file_that_cannot_be_read_names_itself(jobdir) -> None:
+    path = jobdir / "neardup" / STATE_FILE
     path.unlink()
     path.mkdir()  # reading it fails, as permission denied would (the tests run as root)
-    refused(jobdir, name, "cannot be read|unreadable")
+    refused(jobdir, STATE_FILE, "cannot be read")
 
 
 @pytest.mark.parametrize(
@@ -117,93 +100,91 @@ def test_a_state_file_that_cannot_be_read_names_itself(jobdir, name) -> None:
     [
         ("header", "file is not a database"),
         ("key tree", "database disk image is malformed"),
+        ("truncated", "truncated: "),
     ],
 )
-def test_a_damaged_url_store_is_a_state_error(jobdir, damage, message) -> None:
+def test_a_damaged_database_stops_the_start(jobdir, damage, message) -> None:
     state = state_of(jobdir)
     for n in range(3000):  # enough keys for a tree of several pages
         state.url_seen(f"https://example.com/page/{n}")
     state.close()
-    path = jobdir / "neardup" / "urls.sqlite"
-    assert not path.with_name("urls.sqlite-wal").exists()  # checkpointed at close
+    path = jobdir / "neardup" / STATE_FILE
+    assert not path.with_name(f"{STATE_FILE}-wal").exists()  # checkpointed at close
     data = bytearray(path.read_bytes())
     if damage == "header":
         data[:16] = b"not a database!\0"
+    elif damage == "key tree":
+        data[3 * 4096 : 4 * 4096] = b"\xa5" * 4096  # page 4, the URL keys' root
     else:
-        data[4096:8192] = b"\xa5" * 4096  # page 2, the fingerprints table's root
+        data = data[: len(data) // 2]
     path.write_bytes(bytes(data))
-    refused(jobdir, "urls.sqlite", message)
+    refused(jobdir, STATE_FILE, message)
 
 
-def test_a_url_store_damaged_mid_crawl_names_itself(tmp_path) -> None:
-    """Damage the count at opening cannot see shows at the read that meets it."""
-    from scrapy_neardup.storage.fingerprints import FingerprintStore
-
-    path = tmp_path / "urls.sqlite"
-    store = FingerprintStore(path)
-    store.count("false_positives")
-    store.close()
+def test_a_database_damaged_where_opening_does_not_read_stops_the_crawl(jobdir, caplog) -> None:
+    """Damage only a later write meets (here the counters' page, written on a Bloom false
+    positive): the crawl stops, naming the file, and nothing more is written to it."""
+    path = jobdir / "neardup" / STATE_FILE
     data = bytearray(path.read_bytes())
-    data[2 * 4096 : 3 * 4096] = b"\xa5" * 4096  # page 3, the counters table
-    path.write_bytes(bytes(data))
-    store = FingerprintStore(path)  # the count reads the counters' index, not this page
-    with pytest.raises(StateError, match="malformed") as info:
-        store.counter("false_positives")
-    assert info.value.path == str(path)
-    store.close()
-
-
-def test_a_corrupt_journal_stops_the_start_and_no_snapshot_is_written(jobdir) -> None:
-    state = state_of(jobdir, NEARDUP_FLUSH_INTERVAL=0)
-    for n in range(50):
-        state.url_seen(f"https://example.com/more/{n}")
-    state._url_journal._file.close()  # a crash (every record was fsynced)
-    state._content_journal._file.close()
-    state.confirm.close()
-    state.confirm = None
-    path = jobdir / "neardup" / "urls.journal"
-    data = bytearray(path.read_bytes())
-    data[len(data) // 3] ^= 0x01
-    path.write_bytes(bytes(data))
-    bloom = (jobdir / "neardup" / "urls.bloom").read_bytes()
-    refused(jobdir, "urls.journal", "corrupt record at byte offset")
-    assert (jobdir / "neardup" / "urls.bloom").read_bytes() == bloom
-
-
-def test_torn_tails_left_by_a_kill_are_cut_and_counted(jobdir) -> None:
-    state = state_of(jobdir, NEARDUP_FLUSH_INTERVAL=0)
-    state.url_seen("https://example.com/new")
-    state.dedup.check("https://example.com/new", TEXT.replace("river", "lake"))
-    for journal in (state._url_journal, state._content_journal):
-        journal._file.close()  # a kill: every record was fsynced, the next one is half written
-        with journal.path.open("ab") as fh:
-            fh.write((500).to_bytes(4, "little") + b"\x00\x00\x00\x00half a record")
-    state.confirm.close()
-    state = state_of(jobdir)
-    assert state.stats.get_value("neardup/state/torn_journals") == 2
-    assert len(state.urls) == 4 and len(state.dedup) == 2  # nothing before the tears lost
-    state.close()
-
-
-def test_a_url_store_that_breaks_mid_crawl_is_dropped_not_fatal(jobdir, caplog) -> None:
-    """Damage only a later read meets (here the counters' page, read on a Bloom false
-    positive): the crawl goes on without confirming, logged once and counted."""
-    path = jobdir / "neardup" / "urls.sqlite"
-    data = bytearray(path.read_bytes())
-    data[2 * 4096 : 3 * 4096] = b"\xa5" * 4096  # page 3, the counters table
+    data[4 * 4096 : 5 * 4096] = b"\xa5" * 4096  # page 5, the counters table
     path.write_bytes(bytes(data))
     state = state_of(jobdir)
     key = url_fingerprint("https://example.com/never-fetched")
     state.urls.add(key)  # a Bloom false positive
     with caplog.at_level(logging.ERROR, logger="scrapy_neardup"):
-        assert state.key_seen(key) is False  # confirmed new, then the store broke
+        assert state.key_seen(key) is False  # confirmed new, then counting it broke
         assert state.url_seen("https://example.com/other") is False
         assert state.url_seen("https://example.com/other") is True
-    assert state.confirm is None
-    assert state.stats.get_value("neardup/urls/confirm_errors") == 1
+        state.close()
+    assert state.stats.get_value("neardup/state/errors") == 1
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and str(path) in errors[0].getMessage()
-    state.close()
+    assert "neardup_state_error" in errors[0].getMessage()
+
+
+def test_a_jobdir_of_the_previous_release_is_refused_naming_its_format(tmp_path) -> None:
+    """That release kept snapshots and journals of its own format: one line says so, and
+    what to do; nothing of the directory is changed."""
+    state_dir = tmp_path / "job" / "neardup"
+    state_dir.mkdir(parents=True)
+    for name in ("urls.bloom", "urls.journal", "content.state", "frontier.journal"):
+        (state_dir / name).write_bytes(b"NDSN\x01\x00" + bytes(30))
+    before = sorted(p.name for p in state_dir.iterdir())
+    with pytest.raises(StateError) as info:
+        state_of(tmp_path / "job")
+    message = str(info.value)
+    assert info.value.path == str(state_dir / "urls.bloom") and "\n" not in message
+    assert "format of an earlier release of scrapy-neardup" in message
+    assert "finish that crawl with the release that wrote it" in message
+    assert "new JOBDIR" in message
+    assert sorted(p.name for p in state_dir.iterdir()) == before
+
+
+def test_state_of_another_spider_is_refused(jobdir) -> None:
+    crawler = get_crawler(
+        spidercls=type("Other", (scrapy.Spider,), {"name": "other"}),
+        settings_dict={"JOBDIR": str(jobdir), "NEARDUP_WORKERS": 0},
+    )
+    with pytest.raises(StateError, match="its spider is 'default', this crawl's 'other'"):
+        NearDupState.from_crawler(crawler)
+
+
+@pytest.mark.parametrize("name", ["neardup", f"neardup/{STATE_FILE}", "neardup/lock"])
+def test_a_symbolic_link_in_the_jobdir_is_refused_not_followed(jobdir, tmp_path, name) -> None:
+    link = jobdir / name
+    outside = tmp_path / "outside"
+    if link.is_dir():
+        shutil.copytree(link, outside)
+        shutil.rmtree(link)
+    else:
+        link.rename(outside)
+    link.symlink_to(outside)
+    before = {p.name: p.read_bytes() for p in [outside, *outside.glob("*")] if p.is_file()}
+    with pytest.raises(StateError, match="is a symbolic link") as info:
+        state_of(jobdir)
+    assert info.value.path == str(link)
+    after = {p.name: p.read_bytes() for p in [outside, *outside.glob("*")] if p.is_file()}
+    assert after == before
 
 
 def test_a_url_fetched_again_is_recorded_as_a_repeat_fetch_not_a_fragment(tmp_path) -> None:

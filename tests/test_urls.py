@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_neardup.exceptions import InvalidURL, NearDupError, StateError
+from scrapy_neardup.exceptions import InvalidURL, NearDupError
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.urls import (
     DEFAULT_STRIP_PARAMS,
@@ -290,111 +287,21 @@ def test_loose_error_rate_still_filters() -> None:
     assert sum(bloom.add(fp) for fp in fingerprints(0, 1_000)) < 500
 
 
-def test_round_trip() -> None:
+def test_a_filter_rebuilt_from_its_keys_holds_them_all() -> None:
+    """A state directory keeps the keys, not the filter: the filter is rebuilt from them at
+    start (in another order, at once), and holds every one, at the rate asked for."""
     bloom = ScalableBloomFilter(1_000, 0.01, growth=3, tightening=0.8)
     items = fingerprints(0, 5_000)
     for fp in items:
         bloom.add(fp)
-    copy = ScalableBloomFilter.from_bytes(bloom.to_bytes())
-    assert (len(copy), copy.stages, copy.size_in_bytes) == (
-        len(bloom),
-        bloom.stages,
-        bloom.size_in_bytes,
-    )
-    assert (copy.capacity, copy.error_rate, copy.growth, copy.tightening) == (1_000, 0.01, 3, 0.8)
-    assert all(fp in copy for fp in items)
+    copy = ScalableBloomFilter(1_000, 0.01, growth=3, tightening=0.8)
+    copy.update(sorted(int.from_bytes(fp, "little", signed=True) for fp in items))
+    assert all(fp in copy for fp in items) and len(copy) == 5_000
+    assert copy.stages == bloom.stages
     probes = PROBES[:20_000]
-    assert [fp in copy for fp in probes] == [fp in bloom for fp in probes]
-    assert copy.expected_false_positive_rate == bloom.expected_false_positive_rate
-    assert copy.to_bytes() == bloom.to_bytes()
-    # It keeps growing where the original left off.
-    for fp in fingerprints(5_000, 20_000):
-        assert copy.add(fp) == bloom.add(fp)
-    assert copy.to_bytes() == bloom.to_bytes()
-
-
-def test_same_bytes_in_another_process() -> None:
-    code = (
-        "from scrapy_neardup.storage.bloom import ScalableBloomFilter\n"
-        "from scrapy_neardup.urls import url_fingerprint\n"
-        "b = ScalableBloomFilter(100, 0.01)\n"
-        "for i in range(300): b.add(url_fingerprint(f'https://example.com/item/{i}'))\n"
-        "import sys; sys.stdout.write(b.to_bytes().hex())\n"
-    )
-    bloom = ScalableBloomFilter(100, 0.01)
-    for fp in fingerprints(0, 300):
-        bloom.add(fp)
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={"PYTHONHASHSEED": "12345", "PYTHONPATH": str(ROOT)},
-    ).stdout
-    assert bytes.fromhex(out) == bloom.to_bytes()
-
-
-HEADER = struct.Struct("<4sHQdIdQI")
-STAGE = struct.Struct("<QdQQ")
-
-
-def saved() -> bytes:
-    bloom = ScalableBloomFilter(100, 0.01)
-    for fp in fingerprints(0, 250):
-        bloom.add(fp)
-    return bloom.to_bytes()
-
-
-def patch_header(data: bytes, **fields: object) -> bytes:
-    names = ["magic", "version", "capacity", "error_rate", "growth", "tightening", "count", "n"]
-    values = dict(zip(names, HEADER.unpack_from(data), strict=True))
-    values.update(fields)
-    return HEADER.pack(*values.values()) + data[HEADER.size :]
-
-
-def patch_first_stage(data: bytes, *, k: int | None = None, **fields: object) -> bytes:
-    names = ["capacity", "error_rate", "count", "length"]
-    values = dict(zip(names, STAGE.unpack_from(data, HEADER.size), strict=True))
-    values.update(fields)
-    rest = data[HEADER.size + STAGE.size :]
-    if k is not None:
-        rest = k.to_bytes(8, "little") + rest[8:]
-    return data[: HEADER.size] + STAGE.pack(*values.values()) + rest
-
-
-def test_corrupt_blobs_raise_state_error() -> None:
-    data = saved()
-    bad = {
-        "empty": b"",
-        "wrong magic": b"XXXX" + data[4:],
-        "pickle": b"\x80\x04\x95" + data[3:],
-        "other version": patch_header(data, version=2),
-        "zero capacity": patch_header(data, capacity=0),
-        "nan error rate": patch_header(data, error_rate=float("nan")),
-        "zero growth": patch_header(data, growth=0),
-        "no stages": patch_header(data, n=0),
-        "more stages": patch_header(data, n=9),
-        "count mismatch": patch_header(data, count=1),
-        "trailing bytes": data + b"\0",
-        "stage count > capacity": patch_first_stage(data, count=101),
-        "huge stage capacity": patch_first_stage(data, capacity=2**62),
-        "huge blob length": patch_first_stage(data, length=2**62),
-        "zero hash functions": patch_first_stage(data, k=0),
-        "too many hash functions": patch_first_stage(data, k=2**63),
-    }
-    step = max(1, len(data) // 97)
-    bad |= {f"truncated to {n}": data[:n] for n in range(0, len(data), step)}
-    for name, blob in bad.items():
-        with pytest.raises(StateError):
-            ScalableBloomFilter.from_bytes(blob)
-            pytest.fail(f"{name}: no StateError")
-    with pytest.raises(StateError, match="version 2"):
-        ScalableBloomFilter.from_bytes(bad["other version"])
-    with pytest.raises(StateError, match="magic"):
-        ScalableBloomFilter.from_bytes(bad["wrong magic"])
-    with pytest.raises(StateError, match="truncated"):
-        ScalableBloomFilter.from_bytes(data[:-1])
+    assert sum(fp in copy for fp in probes) <= 2 * sum(fp in bloom for fp in probes) + 10
+    assert copy.expected_false_positive_rate < 0.01
+    assert not copy.add(fingerprints(5_000, 5_001)[0])  # and it goes on growing
 
 
 @pytest.mark.parametrize(
@@ -420,15 +327,3 @@ def test_bad_keyword_arguments() -> None:
         ScalableBloomFilter(10, 0.1, growth=0)
     with pytest.raises(ValueError, match="tightening"):
         ScalableBloomFilter(10, 0.1, tightening=1.0)
-
-
-def test_the_bloom_filters_bits_stay_what_saved_states_hold() -> None:
-    """A saved filter is loaded by later versions: the bits each URL sets must not change
-    (the digest is of the bytes this filter saved when its format was last changed)."""
-    from xxhash import xxh3_64_hexdigest
-
-    bloom = ScalableBloomFilter(capacity=1000, error_rate=0.001)
-    for i in range(2500):  # two stages
-        bloom.add(url_fingerprint(f"https://example.com/{i}"))
-    assert bloom.stages == 2
-    assert xxh3_64_hexdigest(bloom.to_bytes()) == "dd6fa4d6088d5829"

@@ -50,12 +50,13 @@ unless said otherwise)
     AMP page with its own template and the same text whose ``<link rel="canonical">`` names the
     article.
 ``near-duplicate`` (``of`` = the cluster original's URL; own URL, own canonical, no URL signal)
-    ``template``: the article verbatim in the partner site's template; ``syndicated``: the wire
-    copy with 1-4 % of the words changed, another headline and an added "This article first
-    appeared on ..." line; ``print``: the print view; ``reprint``: a Chinese reprint with
-    0.5-2 % of the characters changed, another headline and added source/editor lines. Each
-    copy has at least 0.9 of its words in phrases of its original, the line below which the
-    plugin keeps a page (``scrapy_neardup/backends/containment.py``).
+    ``template``: the article verbatim in the partner site's template; ``print``: the print
+    view; both hold nothing their original lacks, and the plugin's default decision drops them
+    (``CONTAINED_KINDS``). ``syndicated``: the wire copy with 1-4 % of the words changed,
+    another headline and an added "This article first appeared on ..." line; ``reprint``: a
+    Chinese reprint with 0.5-2 % of the characters changed, another headline and added
+    source/editor lines; both have text of their own, so the default decision keeps them and
+    records them as near their original (``near_copies()``), and ``"similar"`` drops them.
 
 Different articles are never duplicates, however much boilerplate they share: distinct
 articles have word 3-gram Jaccard < 0.2 (about 0.1 at most), copies > 0.6 (``similarity``).
@@ -63,12 +64,14 @@ articles have word 3-gram Jaccard < 0.2 (about 0.1 at most), copies > 0.6 (``sim
 The first-seen question
 =======================
 
-The truth is per cluster, not per copy: a perfect plugin keeps exactly one item per doc_id in
-``expected_unique_docs()`` and drops every other item-producing URL of that cluster, whichever
-copy the crawl order happens to reach first (the kept URL may be a partner copy or a tracking
-variant; ``Site.lookup(url).doc_id`` maps it back). Crawl tests should assert, per backend:
+The truth is per cluster, not per copy: under ``NEARDUP_DECISION = "similar"`` a perfect plugin
+keeps exactly one item per doc_id in ``expected_unique_docs()`` and drops every other
+item-producing URL of that cluster, whichever copy the crawl order happens to reach first (the
+kept URL may be a partner copy or a tracking variant; ``Site.lookup(url).doc_id`` maps it
+back); under the default ``"contained"`` it keeps the near copies too. Crawl tests should
+assert, per backend:
 
-* kept items == ``len(expected_unique_docs())`` with pairwise different ``doc_id`` values;
+* kept items == ``len(expected_unique_docs())`` (plus ``len(near_copies())`` by default);
 * every dropped item's ``doc_id`` equals the ``doc_id`` of the URL named as its original;
 * no item at all for navigation, empty, binary or 404 URLs.
 
@@ -85,7 +88,8 @@ Counts for the default seed (``summary()`` computes them; a test pins them)
 item-producing URLs, 54 are cluster originals (40 English articles, 10 Chinese, 4 notices), 30
 are URL variants (10 tracking, 7 fragment, 4 trailing-slash, 3 redirect, 2 param-order,
 4 rel-canonical) and 24 are content near-duplicates (6 template, 8 syndicated, 6 print,
-4 reprint). ``expected_unique_docs()``: 54 (``en``: 44 = 40 articles + 4 notices, ``zh``: 10).
+4 reprint: 12 contained copies, 12 near copies). ``expected_unique_docs()``: 54 (``en``: 44 =
+40 articles + 4 notices, ``zh``: 10).
 """
 
 from __future__ import annotations

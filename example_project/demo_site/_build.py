@@ -47,6 +47,11 @@ NOTICES = (
 )
 
 
+#: Copies that hold nothing their original lacks (the plugin's default decision drops them);
+#: the others (a wire copy's and a portal reprint's own headline and source lines) are near.
+CONTAINED_KINDS = ("template", "print")
+
+
 @dataclass(frozen=True)
 class Page:
     """One response the server can give: ``path`` is the request target (path and query)."""
@@ -117,9 +122,23 @@ class Site:
         """URL-level duplicates: variant URL -> the URL it is a variant of."""
         return {u: e.of for u, e in self.truth.items() if e.relation == "url-variant" and e.of}
 
-    def content_duplicates(self) -> dict[str, str]:
-        """Content-level near-duplicates: copy URL -> the cluster original's URL."""
-        return {u: e.of for u, e in self.truth.items() if e.relation == "near-duplicate" and e.of}
+    def content_duplicates(self, decision: str = "similar") -> dict[str, str]:
+        """Content-level near-duplicates the ``decision`` drops: copy URL -> the cluster
+        original's URL. ``"similar"``: all of them; ``"contained"`` (the plugin's default):
+        those that lose nothing of their original (:data:`CONTAINED_KINDS`)."""
+        return {
+            u: e.of
+            for u, e in self.truth.items()
+            if e.relation == "near-duplicate"
+            and e.of
+            and (decision == "similar" or e.kind in CONTAINED_KINDS)
+        }
+
+    def near_copies(self) -> dict[str, str]:
+        """The near-duplicates with text of their own (a headline, a source line): kept
+        under ``"contained"``, recorded as near their original: copy URL -> original URL."""
+        every, contained = self.content_duplicates(), self.content_duplicates("contained")
+        return {u: of for u, of in every.items() if u not in contained}
 
     def clusters(self) -> dict[str, list[str]]:
         """Item-producing URLs by cluster (doc_id), originals first."""
@@ -152,6 +171,8 @@ class Site:
             "item_urls_without_url_variants": sum(e.relation != "url-variant" for e in items),
             "url_variants": len(self.url_variants()),
             "content_duplicates": len(self.content_duplicates()),
+            "contained_copies": len(self.content_duplicates("contained")),
+            "near_copies": len(self.near_copies()),
             "expected_unique_docs": len(self.expected_unique_docs()),
             "expected_unique_docs_by_lang": {
                 lang: len(self.expected_unique_docs(lang)) for lang in ("en", "zh")

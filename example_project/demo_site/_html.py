@@ -226,7 +226,7 @@ def main_article(
         f'<time datetime="{date}">{human_date(date)}</time></p>\n'
         f'<div class="story-body">\n{_paras(paragraphs)}\n</div>\n</article>\n'
         f"{tool_html}"
-        '<section id="comments" class="comments"><h2>Comments</h2>'
+        '<section id="comments" class="comments"><h4>Comments</h4>'
         "<p>Comments are closed for this story.</p></section>"
     )
     amp = f'<link rel="amphtml" href="{escape(amp_href)}">\n' if amp_href else ""
@@ -257,12 +257,12 @@ def main_index(title: str, path: str, groups: Sequence[tuple[str, Sequence[Link]
 def print_view(
     *, title: str, author: str, date: str, paragraphs: Sequence[str], source: str
 ) -> str:
-    """The print view: no navigation, a title, the text and a one-line footer."""
+    """The print view: no navigation, the title, byline and text, and a one-line footer."""
     return (
-        _head(f"{title} (print)", "article", "en", None, '<meta name="robots" content="noindex">\n')
+        _head(title, "article", "en", None, '<meta name="robots" content="noindex">\n')
         + '<body class="print">\n'
         f"<h1>{escape(title)}</h1>\n"
-        f"<p>By {escape(author)}, {human_date(date)}</p>\n"
+        f'<p class="byline">By {escape(author)}, {human_date(date)}</p>\n'
         f"{_paras(paragraphs)}\n"
         f"<footer><p>Printed from {SITE}, {escape(source)}</p></footer>\n"
         "</body>\n</html>\n"
@@ -312,11 +312,11 @@ def partner_page(title: str, path: str, body_html: str, og_type: str = "article"
         '</div>\n<div class="vl-menu"><a href="/partners">Ledger home</a> '
         '<a href="/">Our partner: the Riverside Chronicle</a></div></div>\n'
         f'<div class="vl-wrap">\n<div class="vl-left">\n{body_html}\n</div>\n'
-        '<div class="vl-right"><div class="vl-box"><h3>Most read on the Ledger</h3>'
+        '<aside class="vl-right"><div class="vl-box"><h3>Most read on the Ledger</h3>'
         f"<ol>{most_read}</ol></div>\n"
         '<div class="vl-ad">Advertisement: Spring sale now on at Harrow &amp; Daughters '
-        "furniture, the valley's family furniture store since 1962.</div></div>\n</div>\n"
-        f'<div id="vl-bottom"><p>{PARTNER_FOOTER}</p></div>\n</body>\n</html>\n'
+        "furniture, the valley's family furniture store since 1962.</div></aside>\n</div>\n"
+        f'<footer id="vl-bottom"><p>{PARTNER_FOOTER}</p></footer>\n</body>\n</html>\n'
     )
 
 
@@ -423,12 +423,12 @@ def zh_article(
     )
     main = (
         '<article class="story">\n'
-        f'<p class="kicker">{escape(section)}</p>\n<h1>{escape(title)}</h1>\n'
+        f'<p class="kicker"><a href="/zh">{escape(section)}</a></p>\n<h1>{escape(title)}</h1>\n'
         f'<p class="byline">记者 {escape(author)}　'
         f'<time datetime="{date}">{zh_date(date)}</time></p>\n'
         f'<div class="story-body">\n{_paras(paragraphs)}\n</div>\n</article>\n'
         f"{tools}"
-        '<section id="comments" class="comments"><h2>评论</h2><p>本文暂不开放评论。</p></section>'
+        '<section id="comments" class="comments"><h4>评论</h4><p>本文暂不开放评论。</p></section>'
     )
     return zh_chrome(title, "article", canonical, main)
 
@@ -444,15 +444,9 @@ def zh_index(title: str, path: str, groups: Sequence[tuple[str, Sequence[Link]]]
 def zh_print(*, title: str, author: str, date: str, paragraphs: Sequence[str], source: str) -> str:
     """The Chinese print view."""
     return (
-        _head(
-            f"{title}（打印版）",
-            "article",
-            "zh-CN",
-            None,
-            '<meta name="robots" content="noindex">\n',
-        )
-        + f'<body class="print">\n<h1>{escape(title)}</h1>\n<p>记者 {escape(author)} '
-        f"{zh_date(date)}</p>\n{_paras(paragraphs)}\n"
+        _head(title, "article", "zh-CN", None, '<meta name="robots" content="noindex">\n')
+        + f'<body class="print">\n<h1>{escape(title)}</h1>\n<p class="byline">记者 '
+        f"{escape(author)} {zh_date(date)}</p>\n{_paras(paragraphs)}\n"
         f"<footer><p>打印自{ZH_SITE} {escape(source)}</p></footer>\n</body>\n</html>\n"
     )
 

@@ -31,6 +31,9 @@ class Match:
     #: Share of the new document's words in 3-shingles of the earlier one (of the earlier
     #: one's 3-shingles in the new one, for a related document); 1.0 for exact copies.
     containment: float = 1.0
+    #: What chooses among several earlier documents a new one copies, before containment:
+    #: the "similar" rule's measure under that decision (0.0 under "contained").
+    rank: float = 0.0
 
 
 @runtime_checkable

@@ -20,22 +20,24 @@ MIN_WORDS = 50
 MIN_LINE = 20
 _TAG = np.uint64(0x6578636572707473)  # "excerpts"
 _MIX = np.uint64(0x9E3779B97F4A7C15)
-_NONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # no fingerprint (a shingle of ignored words)
+_NONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # no fingerprint (a shingle with a word in a short line)
 
 
 class Stored(tuple):
-    """A decoded ``(backend signature, Phrases, Phrases | None)`` that carries its stored
-    excerpt keys."""
+    """A decoded ``(backend signature, Phrases, Phrases | None, Phrases | None)`` (the
+    similar rule's shingles and spots last) that carries its stored excerpt keys."""
 
     excerpts: np.ndarray
 
-    def __new__(cls, backend: Any, phrases: Any, extra: Any, excerpts: np.ndarray) -> Stored:
-        self = super().__new__(cls, (backend, phrases, extra))
+    def __new__(
+        cls, backend: Any, phrases: Any, extra: Any, excerpts: np.ndarray, spots: Any = None
+    ) -> Stored:
+        self = super().__new__(cls, (backend, phrases, extra, spots))
         self.excerpts = excerpts
         return self
 
     def __reduce__(self) -> Any:
-        return (Stored, (self[0], self[1], self[2], self.excerpts))
+        return (Stored, (self[0], self[1], self[2], self.excerpts, self[3]))
 
 
 def _splitmix(x: np.ndarray) -> np.ndarray:
@@ -47,16 +49,13 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
-def winnow(
-    sequence: np.ndarray, ignore: np.ndarray | None = None, lines: np.ndarray | None = None
-) -> np.ndarray:
+def winnow(sequence: np.ndarray, lines: np.ndarray | None = None) -> np.ndarray:
     """The sorted distinct fingerprints of a word 3-shingle hash sequence (see the module
     docstring); none for a text under ``MIN_WORDS`` (50) words, which only its backend
-    proposes (an excerpt that short says too little to be dropped as one). A shingle whose
-    words all lie in ``ignore`` (a flag per word) never is one: it cannot win a window, so
-    windows wholly in the page's own text are as in any copy. Nor is one with a word in a line
-    of fewer than ``MIN_LINE`` (20) words, given the words of each line (``lines``), but for
-    the first and the last line, where an excerpt is cut."""
+    proposes (an excerpt that short says too little to be dropped as one). A shingle with a
+    word in a line of fewer than ``MIN_LINE`` (20) words, given the words of each line
+    (``lines``), is never one, but for the first and the last line, where an excerpt is
+    cut."""
     n = len(sequence) - (SHINGLE - 3)
     if n + SHINGLE - 1 < MIN_WORDS:
         return np.empty(0, dtype=np.uint64)
@@ -64,8 +63,6 @@ def winnow(
         left = sequence[:n].astype(np.uint64)
         right = sequence[SHINGLE - 3 :].astype(np.uint64)
         shingles = _splitmix(left * _MIX + ((right << np.uint64(17)) | (right >> np.uint64(47))))
-    if ignore is not None and len(ignore) == n + SHINGLE - 1:
-        shingles[_in_shingle(ignore) == SHINGLE] = _NONE  # all its words ignored
     if lines is not None and len(lines) > 2 and int(lines.sum()) == n + SHINGLE - 1:
         short = lines < MIN_LINE
         short[0] = short[-1] = False
@@ -119,7 +116,7 @@ class Excerpts:
         if fresh is None or fresh[0] is not phrases:  # a page is checked against several
             fresh = self._fresh = (
                 phrases,
-                winnow(phrases.sequence, phrases.ignore, phrases.line_words),
+                winnow(phrases.sequence, phrases.line_words),
             )
         return fresh[1]
 

@@ -28,7 +28,7 @@ class Command(ScrapyCommand):
     def syntax(self) -> str:
         return (
             "[options] [STATE_DIR] | --redis-url URL [--key-prefix PREFIX] [--reset]"
-            " [--html FILE [--max-drops N]]"
+            " [--html FILE [--max-drops N]] [--drops FILE]"
         )
 
     def short_desc(self) -> str:
@@ -42,7 +42,8 @@ class Command(ScrapyCommand):
             "used the spider's name when that was unset); --reset deletes its keys, and only "
             "those. --html FILE writes one self-contained page to audit the drops: the "
             "clusters and, for each drop, both texts side by side with what they share and "
-            "what differs (texts are kept by crawls run with NEARDUP_KEEP_TEXT)."
+            "what differs (texts are kept by crawls run with NEARDUP_KEEP_TEXT), riskiest "
+            "first; --drops FILE writes one JSON line a drop for programs."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -69,11 +70,17 @@ class Command(ScrapyCommand):
             default=MAX_DROPS,
             help=f"drops shown with their texts in the --html page (default {MAX_DROPS})",
         )
+        parser.add_argument(
+            "--drops",
+            metavar="FILE",
+            help="write one JSON line a drop (dropped, kept, method, similarity, containment, "
+            "lost_words, lost), riskiest first",
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         from scrapy_neardup.config import state_dir_from
         from scrapy_neardup.report import summarize
-        from scrapy_neardup.state.files import URL_SNAPSHOT
+        from scrapy_neardup.storage.statedb import STATE_FILE
 
         assert self.settings is not None
         if opts.redis_url or opts.reset:
@@ -83,15 +90,15 @@ class Command(ScrapyCommand):
             raise UsageError("give at most one STATE_DIR")
         if args:
             directory = Path(args[0])
-            if (directory / "neardup").is_dir() and not (directory / URL_SNAPSHOT).exists():
+            if (directory / "neardup").is_dir() and not (directory / STATE_FILE).exists():
                 directory = directory / "neardup"  # a JOBDIR was given
         else:
             found = state_dir_from(self.settings)
             if found is None:
                 raise UsageError("no state: give STATE_DIR, or -s JOBDIR=... as for the crawl")
             directory = found
-        if opts.html:
-            self._write_html(opts, "dir", directory)
+        if opts.html or opts.drops:
+            self._write_audit(opts, "dir", directory)
             return
         try:
             summary = summarize(directory, opts.top)
@@ -120,8 +127,8 @@ class Command(ScrapyCommand):
                 deleted = reset_redis(url, prefix)
                 print(f"neardup-stats: deleted {deleted} keys of crawl {prefix!r} in {url}")
                 return
-            if opts.html:
-                self._write_html(opts, "redis", url, prefix)
+            if opts.html or opts.drops:
+                self._write_audit(opts, "redis", url, prefix)
                 return
             summary = summarize_redis(url, prefix, opts.top)
         except NearDupError as exc:
@@ -130,28 +137,33 @@ class Command(ScrapyCommand):
             return
         print(json.dumps(summary, indent=2) if opts.json else _render(summary))
 
-    def _write_html(self, opts: argparse.Namespace, source: str, *where: Any) -> None:
-        """The --html page of a state directory or of a Redis crawl."""
-        from scrapy_neardup.report_html import page_for_dir, page_for_redis
+    def _write_audit(self, opts: argparse.Namespace, source: str, *where: Any) -> None:
+        """The --html page and the --drops lines of a state directory or a Redis crawl."""
+        from scrapy_neardup import report_html as audit
 
         if opts.max_drops < 0:
             raise UsageError("--max-drops must be 0 or more")
+        out = opts.html or opts.drops
         try:
-            make = page_for_dir if source == "dir" else page_for_redis
-            page, counts = make(*where, max_drops=opts.max_drops)
-            Path(opts.html).write_text(page, encoding="utf-8")
+            if opts.drops:
+                write = audit.drops_for_dir if source == "dir" else audit.drops_for_redis
+                count = write(*where, opts.drops)
+                print(f"neardup-stats: wrote {opts.drops}: {count} drops")
+            if opts.html:
+                out = opts.html
+                make = audit.page_for_dir if source == "dir" else audit.page_for_redis
+                page, counts = make(*where, max_drops=opts.max_drops)
+                Path(opts.html).write_text(page, encoding="utf-8")
+                print(
+                    f"neardup-stats: wrote {opts.html}: {counts['shown']} of {counts['drops']} "
+                    f"drops shown, {counts['texts']} with both texts, {counts['lossy']} lose text"
+                )
         except NearDupError as exc:
             print(f"neardup-stats: {exc}")
             self.exitcode = 1
-            return
         except OSError as exc:
-            print(f"neardup-stats: cannot write {opts.html}: {exc.strerror or exc}")
+            print(f"neardup-stats: cannot write {out}: {exc.strerror or exc}")
             self.exitcode = 1
-            return
-        print(
-            f"neardup-stats: wrote {opts.html}: {counts['shown']} of {counts['drops']} drops "
-            f"shown, {counts['texts']} with both texts"
-        )
 
 
 def _render(summary: dict[str, Any]) -> str:

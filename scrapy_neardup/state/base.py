@@ -23,27 +23,26 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.request import RequestFingerprinter
 from xxhash import xxh3_128_digest
 
-from scrapy_neardup.backends.base import Match
-from scrapy_neardup.config import NearDupConfig
+from scrapy_neardup.components import component_enabled
+from scrapy_neardup.config import NearDupConfig, unknown_settings
 from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, NearDupError
-from scrapy_neardup.extraction import (
-    Extracted,
-    Extractor,
-    FastReadings,
-    KeptLines,
-    PageLimitError,
-    SignerSpec,
-)
+from scrapy_neardup.extraction import Extracted, Extractor, PageLimitError, SignerSpec
 from scrapy_neardup.start import refuse_start
+from scrapy_neardup.state.directory import StateDirectory
 from scrapy_neardup.twisted_futures import await_future
-from scrapy_neardup.urls import canonical_url, site_of, url_fingerprint
+from scrapy_neardup.urls import canonical_url, url_fingerprint
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
+    from scrapy_neardup.storage.statedb import StateDB
+
 logger = logging.getLogger(__name__)
+
+#: Checked by import path, so that this module need not import the Scrapy components.
+FRONTIER_MIDDLEWARE = "scrapy_neardup.middlewares.FrontierMiddleware"
 
 STORAGE_ALIASES = {
     "memory": "scrapy_neardup.state.files.FileState",
@@ -53,32 +52,19 @@ STORAGE_ALIASES = {
 
 @dataclass
 class PageText:
-    """What the spider middleware found for an item: its page's URL, text and signatures;
-    and, where the text came from trafilatura's fast mode, the body and its encoding, so
-    that the pipeline can read the page again in full before it drops it."""
+    """What the spider middleware found for an item: its page's URL, text and signatures."""
 
     url: str
     extracted: Extracted
     signed: Signed | None
-    body: bytes | None = None
-    encoding: str | None = None
 
 
 class PendingPage:
     """A page whose extraction :class:`PageTextMiddleware` started: the pipeline awaits
     :meth:`result`, so that the spider's other output (the page's links) goes on meanwhile."""
 
-    def __init__(
-        self,
-        state: NearDupState,
-        url: str,
-        body: bytes,
-        encoding: str | None,
-        fast: bool,
-        digest: bytes,
-    ) -> None:
-        self.state, self.url, self.body, self.encoding = state, url, body, encoding
-        self.fast, self.digest = fast, digest
+    def __init__(self, state: NearDupState, url: str, digest: bytes) -> None:
+        self.state, self.url, self.digest = state, url, digest
         self.found: Any = None  # the cached result, or a PageLimitError
         self.future: Any = None
         self.began = time.perf_counter()
@@ -107,8 +93,6 @@ class PendingPage:
         state.inc(f"neardup/extract/{extracted.how}")
         if not extracted.text:
             return None
-        if self.fast and extracted.how == "trafilatura":
-            return PageText(self.url, extracted, signed, self.body, self.encoding)
         return PageText(self.url, extracted, signed)
 
 
@@ -120,13 +104,12 @@ class NearDupState:
     that share state under a prefix when ``NEARDUP_KEY_PREFIX`` is unset.
     """
 
-    #: The journaled crawl frontier (scrapy_neardup.frontier), where the storage keeps one.
+    #: The recorded crawl frontier (scrapy_neardup.frontier), where the storage keeps one.
     frontier: Any = None
+    #: The state directory (scrapy_neardup.state.directory), where the storage keeps one.
+    directory: Any = None
     #: The crawl's NearDupDupeFilter once open (None when DUPEFILTER_CLASS is another).
     dupefilter: Any = None
-    #: The error of a write that met a full disk (a state on files), once the crawl stops
-    #: on it: nothing more is recorded, and the dupefilter queues no more requests.
-    disk_full: BaseException | None = None
     #: Whether checks reach a server: components then await the async forms of the checks
     #: (:meth:`key_seen_async`, :meth:`check_item`) rather than call the synchronous ones.
     remote = False
@@ -153,9 +136,6 @@ class NearDupState:
         )
         # Workers start when the first page needs extraction, not before: a crawl that
         # yields no items (or only items with a text field) never starts them.
-        #: Sites whose pages trafilatura's fast mode reads short (see the pipeline).
-        self.readings = FastReadings()
-        self.kept_lines = KeptLines()
         self.extractor = Extractor(
             spec,
             config.workers,
@@ -165,10 +145,17 @@ class NearDupState:
             page_memory=config.page_memory,
         )
         self.pending: dict[int, tuple[Any, PendingPage]] = {}
+        self._crawled_again: set[str] = set()  # see crawled_again()
         self._users: set[int] = set()
         self._opened = False
         self._closed = False
         self._stopping_with: str | None = None  # the reason of stop_crawl, once called
+
+    @property
+    def disk_full(self) -> BaseException | None:
+        """The error of a write that met a full disk (a state directory), once the crawl
+        stops on it: nothing more is recorded, and the dupefilter queues no more requests."""
+        return self.directory.disk_full if self.directory is not None else None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -181,6 +168,9 @@ class NearDupState:
 
             try:
                 config = NearDupConfig.from_settings(crawler.settings)
+                for name, close in unknown_settings(crawler.settings):
+                    hint = f"; did you mean {close}?" if close else ""
+                    logger.warning("scrapy-neardup: %s is not a setting of ours%s", name, hint)
                 state = state_class(config.storage)(
                     config,
                     crawler.stats,
@@ -259,7 +249,10 @@ class NearDupState:
         if self._closed or self._stopping_with is not None:
             return
         crawler = self.crawler
-        engine = getattr(crawler, "engine", None) if crawler is not None else None
+        try:  # Scrapy 2.14+ raises RuntimeError until the crawl starts
+            engine = getattr(crawler, "engine", None) if crawler is not None else None
+        except RuntimeError:
+            engine = None
         if engine is None or not getattr(engine, "running", False):
             return
         self._stopping_with = reason
@@ -272,6 +265,42 @@ class NearDupState:
 
     def _open(self) -> None:
         raise NotImplementedError
+
+    def _frontier_wanted(self) -> bool:
+        """Whether to record the frontier: with a state directory, and only when
+        FrontierMiddleware will mark requests done (else every request would stay pending)."""
+        config, crawler = self.config, self.crawler
+        return (
+            config.enabled
+            and config.url_filter
+            and config.state_dir is not None
+            and crawler is not None
+            and component_enabled(crawler.settings, "SPIDER_MIDDLEWARES", FRONTIER_MIDDLEWARE)
+        )
+
+    def _open_directory(
+        self, meta: dict[str, str], load: Callable[[StateDB], None] | None = None
+    ) -> StateDirectory:
+        """Open the state directory (``NEARDUP_STATE_DIR``) with its frontier if wanted;
+        ``load`` reads the storage's own part of the database before anything is written."""
+        assert self.config.state_dir is not None
+        directory = StateDirectory(
+            self.config.state_dir,
+            flush_interval=self.config.flush_interval,
+            stats=self.stats,
+            crawler=self.crawler,
+            stop_crawl=self.stop_crawl,
+        )
+        spider = getattr(self.crawler.spidercls, "name", None) if self.crawler else None
+        identity = {"spider": spider or "", "storage": "redis" if self.remote else "memory"}
+        directory.open(meta, identity, self._frontier_wanted(), load or (lambda db: None))
+        self.directory, self.frontier = directory, directory.frontier
+        return directory
+
+    async def keys_known(self, keys: list[bytes]) -> list[bool] | None:
+        """Whether a shared URL filter holds each of ``keys`` (nothing recorded); None from a
+        state that shares none, or cannot say now."""
+        return None
 
     def _close(self) -> None:
         raise NotImplementedError
@@ -356,18 +385,10 @@ class NearDupState:
         """The content check of an item whose key (its URL) is ``key``: made unique when
         several items share one, then ``dedup.check_signed``. ``text``, what was signed, is
         kept under the key decided (``NEARDUP_KEEP_TEXT``) for ``neardup-stats --html``."""
-        site = site_of(key)
-        signed = self.dedup.without_boilerplate(site, signed)
         verdict = self.dedup.check_signed(self.unique_key(key), signed)
-        self.dedup.learn_boilerplate(site, signed, verdict)
         if text:
             self.keep_text(verdict.key, self.text_to_keep(text))
         return verdict
-
-    async def would_drop_for(self, key: str, signed: Signed) -> list[Match]:
-        """The kept documents :meth:`check_item` would now call ``signed`` a copy of (none:
-        it would keep it); nothing recorded."""
-        return self.dedup.would_drop_for(self.dedup.without_boilerplate(site_of(key), signed))
 
     def text_to_keep(self, text: str) -> str:
         """The part of ``text`` kept: what was signed (NEARDUP_MAX_TEXT_CHARS), cut to
@@ -390,6 +411,20 @@ class NearDupState:
 
     def _key_taken(self, key: str) -> bool:
         return key in self.dedup.exact.store or key in self.dedup.members
+
+    def crawled_again(self, url: str) -> None:
+        """``url`` is fetched again because its items may not have reached the feed (a
+        request re-queued: after a crash, a fail-closed stop, a dead worker's lease)."""
+        self._crawled_again.add(url)
+
+    def redelivers(self, item: Any, key: str) -> bool:
+        """Whether ``item``, a copy of a document kept under its own URL ``key``, is delivered
+        again (at least once beats lost): it came from a request crawled again after a crash
+        (the frontier's), or :meth:`crawled_again`. Once per key."""
+        if key in self._crawled_again:
+            self._crawled_again.discard(key)
+            return True
+        return self.frontier is not None and self.frontier.redelivers(item, key)
 
     def register(self, item: Any, page: PendingPage) -> None:
         """Hand ``page`` (the item's page, being read) from the middleware to the pipeline."""

@@ -20,19 +20,21 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
 from typing import Any, TypeVar
 
-from scrapy_neardup.backends.base import Match
+from scrapy.exceptions import DropItem
+
 from scrapy_neardup.components import component_enabled
-from scrapy_neardup.deduplicator import OPTIONAL_PARAMS, Deduplicator, Signed, Verdict
+from scrapy_neardup.deduplicator import OPTIONAL_PARAMS, Deduplicator, Member, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
 from scrapy_neardup.factories import backend_from_config
+from scrapy_neardup.meta import RECOVERED_META
+from scrapy_neardup.start import exit_with_error
 from scrapy_neardup.state.base import NearDupState, repeat_key
-from scrapy_neardup.state_format import Member
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.texts import redis_key
 from scrapy_neardup.twisted_futures import LoopHandle, await_future
-from scrapy_neardup.urls import site_of
 
 logger = logging.getLogger(__name__)
 
@@ -54,10 +56,22 @@ SYNC_WAIT = 0.025
 LATE_MAX = 100_000
 #: URLs written to Redis per call when an outage ends.
 URL_BATCH = 1000
+#: The finish reason of a crawl stopped by NEARDUP_REDIS_ON_ERROR = "fail-closed".
+STOP_REASON = "neardup_redis_unavailable"
+#: Seconds between two checks that Redis still holds the crawl's parameters (one EXISTS).
+STATE_CHECK_INTERVAL = 5.0
+#: Records that cannot be read logged at WARNING; the next at DEBUG.
+FIRST_LOGGED = 5
 
 
 class RedisUnavailable(Exception):
     """A call was not made, or failed: Redis is in an outage (raised in the state's threads)."""
+
+
+class UncheckedItem(DropItem):
+    """An item dropped unchecked by ``"fail-closed"`` during an outage: its request is put
+    back in the scheduler's queue (fetched again on resume, with ``JOBDIR``) and is not done
+    in the frontier."""
 
 
 class GuardedDeduplicator(Deduplicator):
@@ -107,7 +121,9 @@ class RedisState(NearDupState):
         method = backend_from_config(config)
 
         def stores(name: str, codec: Any) -> Any:
-            return redis_index.RedisBucketStore(self.redis_client, prefix, name, codec)
+            return redis_index.RedisBucketStore(
+                self.redis_client, prefix, name, codec, on_corrupt=self._corrupt_record
+            )
 
         self.dedup = GuardedDeduplicator(
             method,
@@ -119,6 +135,7 @@ class RedisState(NearDupState):
         self.recorder = redis_index.RedisRecorder(self.redis_client, prefix)
         self.dedup.recorder = self.recorder
         self._redis_ready = False
+        self._contacted = False  # whether the first contact is made
         self._connect_lock = threading.Lock()
         # Outage, backlogs, the local URL filter and late checks: touched from every thread.
         self._lock = threading.Lock()
@@ -145,6 +162,8 @@ class RedisState(NearDupState):
         self._url_busy_since: float | None = None
         self._late: dict[bytes, Future[bool]] = {}
         self._settled_later = False  # whether UrlFilterMiddleware awaits late answers
+        self._corrupt_logged = 0
+        self._state_checked = time.monotonic()  # when Redis last held the crawl's parameters
         self._shared_queue = False  # whether requests go to a queue other processes pop
 
     def _new_local_urls(self) -> ScalableBloomFilter:
@@ -180,19 +199,50 @@ class RedisState(NearDupState):
     # -- lifecycle ------------------------------------------------------------------------
 
     def _connect_redis(self) -> None:
-        """First contact: record the crawl's parameters, or check them against Redis's."""
+        """First contact: record the crawl's parameters, or check them against Redis's. Then,
+        every STATE_CHECK_INTERVAL seconds, whether Redis still holds them: gone, Redis lost
+        the crawl's state (restarted without persistence, flushed), which is said once, and
+        they are recorded again."""
+        client, prefix = self.redis_client, self.key_prefix
+        if (
+            self._redis_ready
+            and self._state_check_due()
+            and not self._client_mod.meta_exists(client, prefix)
+        ):
+            self._redis_ready = False
+            logger.warning(
+                "scrapy-neardup: Redis at %s lost the crawl's state under {%s} (restarted "
+                "without persistence, or flushed): the URLs and documents recorded before "
+                "are gone, and pages crawled before may be crawled and kept again",
+                self._where(),
+                prefix,
+            )
         if self._redis_ready:
             return
         with self._connect_lock:
             if self._redis_ready:
                 return
+            if (
+                not self._contacted  # (later, Redis lost the state: said above)
+                and not self._client_mod.meta_exists(client, prefix)
+                and self._crawled_before()
+            ):
+                logger.warning(
+                    "scrapy-neardup: Redis at %s holds nothing under {%s}, though JOBDIR shows "
+                    "this crawl ran before: Redis lost its state (restarted without "
+                    "persistence, or flushed), or NEARDUP_KEY_PREFIX changed. Pages crawled "
+                    "before will be crawled and kept again",
+                    self._where(),
+                    prefix,
+                )
             self._client_mod.check_meta(
-                self.redis_client,
-                self.key_prefix,
+                client,
+                prefix,
                 "content",
                 {k: self.dedup.meta()[k] for k in ("method", "params", "min_tokens")},
                 optional=OPTIONAL_PARAMS,
             )
+            self._client_mod.check_meta(client, prefix, "crawl", self._crawl_params())
             urls = self._urls_mod.url_filter(
                 self.redis_url_client,
                 self.key_prefix,
@@ -201,23 +251,65 @@ class RedisState(NearDupState):
             )
             self._client_mod.check_meta(self.redis_client, self.key_prefix, "urls", urls.params())
             self.urls = urls
-            self._redis_ready = True
+            self._redis_ready = self._contacted = True
+
+    def _state_check_due(self) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if now < self._state_checked + STATE_CHECK_INTERVAL:
+                return False
+            self._state_checked = now
+        return True
+
+    def _crawl_params(self) -> dict[str, Any]:
+        """The settings besides the method's that decide what the prefix holds (URL keys,
+        the text signed, the decision), recorded under it: crawlers sharing it must agree."""
+        config = self.config
+        return {
+            "NEARDUP_STRIP_PARAMS": sorted(config.strip_params),
+            "NEARDUP_STRIP_TRAILING_SLASH": config.strip_trailing_slash,
+            "NEARDUP_EXTRACT_FAST": config.extract_fast,
+            "NEARDUP_MAX_TEXT_CHARS": config.max_text_chars,
+        }
+
+    def _crawled_before(self) -> bool:
+        """Whether this crawler's JOBDIR holds what Scrapy leaves after a run (its queue, or
+        the spider's state)."""
+        settings = getattr(self.crawler, "settings", None)
+        jobdir = settings.get("JOBDIR") if settings is not None else None
+        return bool(jobdir) and any(
+            (Path(jobdir) / name).exists() for name in ("requests.queue", "spider.state")
+        )
 
     def _first_contact(self) -> tuple[int, int]:
-        """In the content thread: connect; the URLs and documents Redis holds."""
+        """In the content thread: connect; the URLs and documents Redis holds. A Redis that
+        is full stops the start; one that may evict the crawl's keys is warned of."""
         self._connect_redis()
+        warning = self._client_mod.check_memory(self.redis_client)
+        if warning:
+            logger.warning("scrapy-neardup: Redis at %s: %s", self._where(), warning)
         return len(self.urls), len(self.dedup)
 
     def built(self) -> None:
         # Redis is reached while the crawler is built: out of reach, the crawl stops with one
         # clear message, before Scrapy opens anything it would then fail to close.
         self._first_contact_in_time()
+        if self._frontier_wanted():  # the frontier is recorded locally: docs/design.md#frontier
+            self._open_directory({}).schedule_sync_loop()
+
+    def _frontier_wanted(self) -> bool:
+        # scrapy-redis's scheduler keeps its queue in Redis, for every process to pop.
+        return super()._frontier_wanted() and not self._scheduler_shares_queue()
 
     def _open(self) -> None:
         # The loop of the crawl (opened in its thread), for calls from the Redis threads.
         self._loop, self._loop_thread = LoopHandle.current(), threading.get_ident()
         self._settled_later = self._middleware_awaits()
         self._shared_queue = self._scheduler_shares_queue()
+        if self.crawler is not None and self.config.redis_on_error == "fail-closed":
+            from scrapy import signals
+
+            self.crawler.signals.connect(self._fetch_again, signal=signals.item_dropped)
         urls, docs = self._first_contact_in_time()
         logger.info(
             "scrapy-neardup: state in Redis %s under {%s}: %d URLs, %d documents kept",
@@ -245,13 +337,21 @@ class RedisState(NearDupState):
                 left = deadline - time.monotonic()
                 if hung or left <= 0:
                     self.inc("neardup/redis/errors")
+                    where = f"NEARDUP_REDIS_URL={mask_url(self.config.redis_url)!r}"
+                    if not isinstance(exc, (*self._client_mod.OUTAGE_ERRORS, TimeoutError)):
+                        raise StorageError(
+                            f"{where}: Redis refuses the crawl's calls ({type(exc).__name__}: "
+                            f"{exc}), tried for {timeout:g} s (NEARDUP_REDIS_TIMEOUT): out of "
+                            "memory, raise maxmemory or free memory; a read-only replica, use "
+                            "the primary's URL; a key of another type, another program uses "
+                            "the prefix (NEARDUP_KEY_PREFIX)"
+                        ) from None
                     raise StorageError(
-                        f"NEARDUP_REDIS_URL={mask_url(self.config.redis_url)!r}: Redis cannot "
-                        f"be reached ({type(exc).__name__}: {exc}), tried for {timeout:g} s "
-                        "(NEARDUP_REDIS_TIMEOUT). Check the URL and that Redis is running: "
-                        "a crawl does not start without its Redis, whatever "
-                        "NEARDUP_REDIS_ON_ERROR says (that setting governs outages once "
-                        "the crawl runs)"
+                        f"{where}: Redis cannot be reached ({type(exc).__name__}: {exc}), "
+                        f"tried for {timeout:g} s (NEARDUP_REDIS_TIMEOUT). Check the URL and "
+                        "that Redis is running: a crawl does not start without its Redis, "
+                        "whatever NEARDUP_REDIS_ON_ERROR says (that setting governs outages "
+                        "once the crawl runs)"
                     ) from None
                 time.sleep(min(START_RETRY_PAUSE, left))
 
@@ -263,16 +363,22 @@ class RedisState(NearDupState):
         return component_enabled(crawler.settings, "DOWNLOADER_MIDDLEWARES", URL_FILTER_MIDDLEWARE)
 
     def _scheduler_shares_queue(self) -> bool:
-        """Whether the scheduler is scrapy-redis's: its queue is in Redis, popped by every
-        process, so a request let in before its answer came could be fetched by a process
-        that never learns the answer. Its scheduler calls Redis on the reactor thread for
-        every request anyway; with it the dupefilter waits for the answer."""
+        """Whether the scheduler is scrapy-redis's (or a subclass, such as
+        :class:`~scrapy_neardup.leases.LeasingScheduler`): its queue is in Redis, popped by
+        every process, so a request let in before its answer came could be fetched by a
+        process that never learns the answer. Its scheduler calls Redis on the reactor thread
+        for every request anyway; with it the dupefilter waits for the answer."""
         settings = getattr(self.crawler, "settings", None)
         scheduler = settings.get("SCHEDULER") if settings is not None else None
         if scheduler is None:
             return False
-        path = scheduler if isinstance(scheduler, str) else scheduler.__module__
-        return path.startswith("scrapy_redis.")
+        try:
+            from scrapy.utils.misc import load_object
+            from scrapy_redis.scheduler import Scheduler
+        except ImportError:  # scrapy-redis is not installed: not its scheduler
+            return False
+        cls = load_object(scheduler) if isinstance(scheduler, str) else scheduler
+        return isinstance(cls, type) and issubclass(cls, Scheduler)
 
     def _close(self) -> None:
         with self._lock:
@@ -297,6 +403,8 @@ class RedisState(NearDupState):
             pool.shutdown(wait=False, cancel_futures=True)
         for client in (self.redis_client, self.redis_url_client):
             client.close()
+        if self.directory is not None:
+            self.directory.close()
 
     def _final(self) -> None:
         """In the content thread, at close: write what is left, then the final stats."""
@@ -325,14 +433,13 @@ class RedisState(NearDupState):
         closed = self.config.redis_on_error == "fail-closed"
         logger.log(
             logging.ERROR if closed else logging.WARNING,
-            "scrapy-neardup: Redis at %s is unavailable (%s: %s); NEARDUP_REDIS_ON_ERROR=%r: %s",
+            "scrapy-neardup: Redis at %s %s; NEARDUP_REDIS_ON_ERROR=%r: %s",
             self._where(),
-            type(exc).__name__,
-            exc,
+            self._client_mod.failure(exc),
             self.config.redis_on_error,
             "stopping the crawl"
             if closed
-            else "URLs and items are let through unchecked until it is back",
+            else "URLs and items are let through unchecked until it answers again",
         )
         if closed:
             loop = self._loop if self._loop is not None and self._loop.running else None
@@ -352,11 +459,15 @@ class RedisState(NearDupState):
         self._submit(self._content_thread, self._probe)
 
     def _probe(self) -> None:
-        """In the content thread: when Redis answers, write the backlogs, end the outage."""
+        """In the content thread: when Redis answers and takes a write again, write the
+        backlogs, end the outage. A Redis that lost the crawl's parameters meanwhile
+        (restarted empty) is said so, and they are recorded again."""
         try:
             self.redis_client.ping()
             self.redis_url_client.ping()
+            self._state_checked = -math.inf  # back from an outage: checked now
             self._connect_redis()
+            self._client_mod.write_probe(self.redis_client, self.key_prefix)
             self._recover()
         except self.errors as exc:
             self._redis_failed(exc)
@@ -433,18 +544,37 @@ class RedisState(NearDupState):
             self._member_backlog.popleft()
         self._heads.clear()
 
-    def _stop_crawl(self) -> None:
-        if self._stopping or self.crawler is None or self.crawler.engine is None:
+    def _fetch_again(
+        self, item: Any = None, response: Any = None, exception: Any = None, **kwargs: Any
+    ) -> None:
+        """An item dropped unchecked: its request goes back to the scheduler (Scrapy's JOBDIR
+        queue keeps it for the next run), past the URL filter, which recorded its URL."""
+        request = getattr(response, "request", None)
+        if not isinstance(exception, UncheckedItem) or request is None:
             return
-        self._stopping = True
-        reason = "neardup_redis_unavailable"
-        engine = self.crawler.engine
-        if hasattr(engine, "close_spider_async"):
-            from scrapy.utils.defer import deferred_from_coro
+        self._stop_crawl()  # first: the engine, closing, takes nothing more from the queue
+        again = request.replace(dont_filter=True)
+        again.meta[RECOVERED_META] = request.url
+        try:
+            self.crawler.engine.crawl(again)
+        except Exception as exc:  # a scheduler in the same failing Redis, an engine gone
+            logger.warning("scrapy-neardup: %s could not be queued again: %r", request, exc)
 
-            deferred_from_coro(engine.close_spider_async(reason=reason))
-        else:  # Scrapy < 2.14
-            engine.close_spider(self.crawler.spider, reason)
+    def _stop_crawl(self) -> bool:
+        """Fail-closed: the engine takes nothing more from the scheduler's queue (what is
+        queued meanwhile waits there; with JOBDIR, for the next run), the crawl stops with
+        its own finish reason and its process exits with status 1. Whether a crawl is
+        stopping so (not without a running engine). In the loop's thread."""
+        if self._stopping:
+            return True
+        engine = getattr(self.crawler, "engine", None)
+        if engine is None or not engine.running:
+            return False
+        self._stopping = True
+        engine.pause()
+        exit_with_error(self.crawler)
+        self.stop_crawl(STOP_REASON)
+        return True
 
     # -- URLs -----------------------------------------------------------------------------
 
@@ -508,6 +638,15 @@ class RedisState(NearDupState):
             return None
         try:
             return await await_future(self._submit(self._url_thread, self._keys_job, keys))
+        except RedisUnavailable:
+            return None
+
+    async def keys_known(self, keys: list[bytes]) -> list[bool] | None:
+        if self._outage is not None:
+            return None
+        job = lambda: self._url_call(lambda: [key in self.urls for key in keys])  # noqa: E731
+        try:
+            return await await_future(self._submit(self._url_thread, job))
         except RedisUnavailable:
             return None
 
@@ -600,14 +739,19 @@ class RedisState(NearDupState):
         try:
             return await await_future(future)
         except (RedisUnavailable, CancelledError):
-            return self.config.redis_on_error == "fail-closed"
+            # fail-closed: through once the crawl stops (its item is dropped unchecked, and
+            # its page fetched again on resume), else dropped
+            return self.config.redis_on_error == "fail-closed" and not self._stop_crawl()
 
     def _unchecked_url(self, key: bytes) -> bool:
-        """Redis is unavailable: fail-closed drops; fail-open filters what this process knows
-        and lets the rest through (counted, and written to Redis when it is back)."""
+        """Redis is unavailable: fail-closed stops the crawl and lets the request into the
+        scheduler's queue, which the engine no longer takes from (with JOBDIR, the next run
+        fetches it), or drops it without a running crawl; fail-open filters what this
+        process knows and lets the rest through (counted, and written to Redis when it is
+        back). In the loop's thread."""
         if self.config.redis_on_error == "fail-closed":
             self.inc("neardup/urls/unchecked")
-            return True  # not crawled: the crawl is stopping
+            return not self._stop_crawl()
         with self._lock:
             if self._local_urls.add(key):
                 return True  # this process has met it: filtered as usual
@@ -641,27 +785,8 @@ class RedisState(NearDupState):
         if self._outage is not None:
             self._probe_soon()
         kept = self.text_to_keep(text) if text else None
-        site = site_of(key)
-        signed = self.dedup.without_boilerplate(site, signed)
         future = self._submit(self._content_thread, self._content_job, key, signed, True, kept)
-        verdict = await await_future(future)
-        self.dedup.learn_boilerplate(site, signed, verdict)  # here, in the reactor's thread
-        return verdict
-
-    async def would_drop_for(self, key: str, signed: Signed) -> list[Match]:
-        """In the content thread; none when Redis cannot say (the check then decides)."""
-        if self._outage is not None:
-            return []
-        signed = self.dedup.without_boilerplate(site_of(key), signed)
-        return await await_future(self._submit(self._content_thread, self._peek_job, signed))
-
-    def _peek_job(self, signed: Signed) -> list[Match]:
-        try:
-            self._connect_redis()
-            return self.dedup.would_drop_for(signed)
-        except self.errors as exc:
-            self._redis_failed(exc)
-            return []
+        return await await_future(future)
 
     def _check_blocking(self, key: str, signed: Signed) -> Verdict:
         """``dedup.check_signed`` for callers off the reactor (scripts, tests): ``key`` as
@@ -698,28 +823,45 @@ class RedisState(NearDupState):
             self._redis_failed(exc)
 
     def _key_taken(self, key: str) -> bool:
-        kept, member = self._index_mod.recorded(self.redis_client, self.key_prefix, key)
-        return kept or member is not None
+        return self._index_mod.taken(self.redis_client, self.key_prefix, key)
 
     def _recorded(self, key: str) -> Verdict | None:
-        """What Redis holds of ``key``: a check whose reply was lost may have written it."""
-        kept, member = self._index_mod.recorded(self.redis_client, self.key_prefix, key)
+        """What Redis holds of ``key``: a check whose reply was lost may have written it (a
+        record that cannot be read: checked again)."""
+        try:
+            kept, member = self._index_mod.recorded(self.redis_client, self.key_prefix, key)
+        except self._client_mod.CorruptRecord as exc:
+            self._corrupt_record(exc)
+            return None
         if member is not None:
             return Verdict(key, *member)
         return Verdict(key) if kept else None
+
+    def _corrupt_record(self, error: BaseException) -> None:
+        """A record in Redis that cannot be read (another client wrote it): left out of the
+        comparison, counted, logged (the first few at WARNING)."""
+        self.inc("neardup/redis/errors")
+        self.inc("neardup/redis/corrupt_records")
+        self._corrupt_logged += 1
+        logger.log(
+            logging.WARNING if self._corrupt_logged <= FIRST_LOGGED else logging.DEBUG,
+            "scrapy-neardup: Redis at %s %s; left out (counted in neardup/redis/corrupt_records%s)",
+            self._where(),
+            self._client_mod.failure(error),
+            "; the next are logged at DEBUG" if self._corrupt_logged == FIRST_LOGGED else "",
+        )
 
     def _unchecked_item(
         self, key: str, signed: Signed, unique: bool, written: str | None = None
     ) -> Verdict:
         if self.config.redis_on_error == "fail-closed":
-            from scrapy.exceptions import DropItem
-
             self.inc("neardup/items/unchecked")
             # INFO: the outage has its one ERROR; a line per item met while the crawl
             # stops would bury it (they are counted in neardup/items/unchecked).
-            raise DropItem(
+            raise UncheckedItem(
                 "not checked for near-duplicates: Redis is unavailable and "
-                "NEARDUP_REDIS_ON_ERROR is 'fail-closed'",
+                "NEARDUP_REDIS_ON_ERROR is 'fail-closed'; its page is fetched again when "
+                "the crawl resumes",
                 log_level="INFO",
             )
         if self._outage_dedup is None:

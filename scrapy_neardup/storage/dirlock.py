@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.storage.statedb import refuse_link
 
 LOCK_FILE = "lock"
 JOBDIR_LOCK_FILE = "neardup.lock"
@@ -50,7 +51,8 @@ class DirectoryLock:
                 held[1] += 1
                 self._key = key
                 return
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            refuse_link(self.path)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -9,7 +9,6 @@ Rationale: ``docs/design.md#lshbloom``.
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -27,8 +26,6 @@ DEFAULT_WINDOW = 100_000
 DEFAULT_ERROR_RATE = 1e-5
 #: The band filter's first stage, in bands (later stages double).
 FIRST_STAGE = 1 << 20
-
-_BYTES = b"NDLB"  # magic of to_bytes()
 
 
 def _fingerprint(bucket: int) -> bytes:
@@ -63,17 +60,24 @@ class LSHBloomStore:
 
     def _query(
         self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None
-    ) -> list[tuple[str, float]]:
+    ) -> tuple[list[tuple[str, float]], bool]:
+        """The matches, and whether any page of the window was a candidate at all."""
         matches: list[tuple[str, float]] = []
+        seen: list[str] = []
+
+        def counted(key: str, other: Any) -> float | None:
+            seen.append(key)
+            return verify(key, other)
+
         for store in self._stores():
-            matches += store.query(signature, buckets, verify, probe)
-        return matches
+            matches += store.query(signature, buckets, counted, probe)
+        return matches, bool(seen)
 
     def query(
         self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None
     ) -> list[tuple[str, float]]:
         with self._lock:
-            return self._query(signature, buckets, verify, probe)
+            return self._query(signature, buckets, verify, probe)[0]
 
     def query_and_add(
         self,
@@ -84,9 +88,9 @@ class LSHBloomStore:
         probe: int | None = None,
     ) -> list[tuple[str, float]]:
         with self._lock:
-            matches = self._query(signature, buckets, verify, probe)
-            if not matches and self._add(key, signature, buckets):
-                self.unverified += 1  # its bands were met: unverified, so kept
+            matches, verified = self._query(signature, buckets, verify, probe)
+            if not matches and self._add(key, signature, buckets) and not verified:
+                self.unverified += 1  # its bands were met, by no page of the window: kept
             return matches
 
     def add(self, key: str, signature: Any, buckets: list[int]) -> None:
@@ -110,7 +114,7 @@ class LSHBloomStore:
         return met
 
     def items(self) -> Iterator[tuple[str, Any]]:
-        """The window's documents, oldest first (the filter is saved by :meth:`to_bytes`)."""
+        """The window's documents, oldest first."""
         for store in reversed(self._stores()):
             yield from store.items()
 
@@ -121,22 +125,6 @@ class LSHBloomStore:
     @property
     def size_in_bytes(self) -> int:
         return self.bloom.size_in_bytes
-
-    def to_bytes(self) -> bytes:
-        """The band filter and the counts (``NDLB``, u64 count, u64 unverified, filter)."""
-        with self._lock:
-            head = _BYTES + struct.pack("<QQ", self._count, self.unverified)
-            return head + self.bloom.to_bytes()
-
-    def load_bytes(self, data: bytes) -> None:
-        """Restore :meth:`to_bytes`, taken with the content snapshot whose documents (the
-        window) were just added again: its filter holds theirs, its count counts them."""
-        if data[:4] != _BYTES or len(data) < 20:
-            raise ValueError("not an LSHBloom snapshot")
-        count, unverified = struct.unpack_from("<QQ", data, 4)
-        bloom = ScalableBloomFilter.from_bytes(data[20:])
-        with self._lock:
-            self.bloom, self._count, self.unverified = bloom, count, unverified
 
 
 __all__ = ["DEFAULT_ERROR_RATE", "DEFAULT_WINDOW", "LSHBloomStore"]

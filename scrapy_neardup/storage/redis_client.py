@@ -48,12 +48,31 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 FORMAT = "2"  # 2: hash tags (Redis Cluster); 1: the same keys under "{prefix}:neardup:"
 
-#: What "Redis is unavailable" looks like (a bug in a script is a ResponseError, not this).
-REDIS_ERRORS: tuple[type[BaseException], ...] = (
-    redis.exceptions.ConnectionError,  # includes BusyLoadingError (restarting, loading data)
+#: Redis cannot be reached or did not answer in time: an outage (BusyLoadingError, a Redis
+#: loading its data after a restart, is a ConnectionError).
+OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
+    redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
-    redis.exceptions.ReadOnlyError,  # a failover left us talking to a replica
 )
+
+
+class CorruptRecord(StorageError):
+    """A record in Redis that this release cannot read: written by another client, or
+    damaged. The message names its key."""
+
+
+#: Every way a Redis call fails: an outage (:data:`OUTAGE_ERRORS`) or a refusal, an error
+#: reply (out of memory under ``maxmemory`` with ``noeviction``, a read-only replica after a
+#: failover, a key of another type, a script error) or a record it holds that cannot be read.
+#: Both are met the same way (``NEARDUP_REDIS_ON_ERROR``); :func:`failure` words them.
+REDIS_ERRORS: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, CorruptRecord)
+
+
+def failure(exc: BaseException) -> str:
+    """What a failed call says of Redis, for messages: "is unavailable (...)" for an outage,
+    "answered with an error (...)" for a refusal."""
+    what = "is unavailable" if isinstance(exc, OUTAGE_ERRORS) else "answered with an error"
+    return f"{what} ({type(exc).__name__}: {exc})"
 
 
 def connect(url: str, timeout: float = 5.0, retries: int = 2) -> Any:
@@ -165,6 +184,46 @@ def find_prefixes(client: Any) -> list[str]:
     return sorted(out)
 
 
+def check_memory(client: Any) -> str | None:
+    """Whether Redis has room for the crawl and keeps what it is given: a Redis at its
+    ``maxmemory`` refuses writes (under ``noeviction``, or a ``volatile-*`` policy, since the
+    crawl's keys have no expiry), a :class:`StorageError`; one that may evict the crawl's
+    keys (an ``allkeys-*`` policy) loses them without an error, a message to warn with.
+    Not checked where ``INFO`` is refused, or answered per node (a cluster)."""
+    try:
+        info = client.info("memory")
+    except redis.exceptions.ResponseError:
+        return None
+    maxmemory = int(info.get("maxmemory") or 0)
+    if not maxmemory:
+        return None
+    policy = str(info.get("maxmemory_policy", "?"))
+    if policy.startswith("allkeys"):
+        return (
+            f"Redis may evict any key when full (maxmemory-policy {policy}): the crawl's URLs "
+            "and documents would be lost without an error; use noeviction"
+        )
+    used = int(info.get("used_memory") or 0)
+    if used >= maxmemory:
+        raise StorageError(
+            f"Redis is full: used_memory {used} bytes of maxmemory {maxmemory} "
+            f"(maxmemory-policy {policy}), so it refuses writes; raise maxmemory or free memory"
+        )
+    return None
+
+
+def meta_exists(client: Any, prefix: str) -> bool:
+    """Whether the crawl's parameters are recorded (the first crawler of a prefix records
+    them): gone, Redis lost the crawl's state (restarted without persistence, flushed)."""
+    return bool(client.exists(f"{key_base(prefix)}:meta"))
+
+
+def write_probe(client: Any, prefix: str) -> None:
+    """One write that changes nothing (the format, recorded already): raises as the crawl's
+    writes would while Redis refuses them (out of memory, read-only)."""
+    client.hsetnx(f"{key_base(prefix)}:meta", "format", FORMAT)
+
+
 def check_meta(
     client: redis.Redis,
     prefix: str,
@@ -195,7 +254,12 @@ def check_meta(
             f"Redis keys {{{prefix}}}:neardup:* have format {found_format.decode()}, "
             f"this release uses {FORMAT}"
         )
-    stored = json.loads(found) if found is not None else wanted
+    try:
+        stored = json.loads(found) if found is not None else wanted
+    except ValueError:
+        raise StateError(f"Redis key {meta}, field {field!r}: not JSON ({found[:80]!r})") from None
+    if not isinstance(stored, dict):
+        raise StateError(f"Redis key {meta}, field {field!r}: not a JSON object")
     for name, value in wanted.items():
         before = stored.get(name)
         if isinstance(value, dict) and isinstance(before, dict):

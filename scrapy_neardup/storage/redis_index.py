@@ -10,14 +10,19 @@ pair. Signatures are the backends' own ``encode`` bytes. Rationale:
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from scrapy_neardup.backends.base import Verifier
-from scrapy_neardup.exceptions import StateError
 
 # ``redis`` through redis_client: without the package, that import says what to install.
-from scrapy_neardup.storage.redis_client import REDIS_ERRORS, key_base, part_base, redis
+from scrapy_neardup.storage.redis_client import (
+    REDIS_ERRORS,
+    CorruptRecord,
+    key_base,
+    part_base,
+    redis,
+)
 
 _INDEX_LUA = """
 -- KEYS[1] docs hash, KEYS[2] ids hash, KEYS[3] id counter, KEYS[4..] the document's buckets
@@ -89,10 +94,14 @@ def _pack_doc(key: str, signature: bytes) -> bytes:
 
 
 def _unpack_doc(data: bytes) -> tuple[str, bytes]:
-    (length,) = struct.unpack_from("<I", data)
-    if 4 + length > len(data):
-        raise StateError("corrupt document record in Redis")
-    return data[4 : 4 + length].decode("utf-8", "surrogatepass"), data[4 + length :]
+    """(key, signature bytes) of a document record; ValueError when it is not one."""
+    try:
+        (length,) = struct.unpack_from("<I", data)
+        if 4 + length > len(data):
+            raise ValueError(f"key of {length} bytes in a record of {len(data)}")
+        return data[4 : 4 + length].decode("utf-8", "surrogatepass"), data[4 + length :]
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise ValueError(str(exc)) from None
 
 
 class RedisBucketStore:
@@ -100,12 +109,22 @@ class RedisBucketStore:
 
     ``codec`` is the backend (its ``encode``/``decode``); nothing else of it is used. See the
     module docstring for the keys and for why :meth:`query_and_add` never lets two processes
-    both keep a near-duplicate pair.
+    both keep a near-duplicate pair. A candidate's record that cannot be read (another client
+    wrote it) is handed to ``on_corrupt`` (a :class:`CorruptRecord`) and left out of the
+    comparison; without ``on_corrupt`` it is raised.
     """
 
-    def __init__(self, client: redis.Redis, prefix: str, name: str, codec: Any) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str,
+        name: str,
+        codec: Any,
+        on_corrupt: Callable[[CorruptRecord], None] | None = None,
+    ) -> None:
         self.client = client
         self.codec = codec
+        self.on_corrupt = on_corrupt
         self.base = part_base(prefix, name)
         self._docs, self._ids, self._seq = (f"{self.base}:{n}" for n in ("docs", "ids", "seq"))
         self._script = client.register_script(_INDEX_LUA)
@@ -143,11 +162,16 @@ class RedisBucketStore:
             for packed in reply[2]:
                 if packed is None:
                     continue
-                other, data = _unpack_doc(packed)
-                if other in checked or other == key:
+                try:
+                    other, data = _unpack_doc(packed)
+                    if other in checked or other == key:
+                        continue
+                    signature = self.codec.decode(data)
+                except (ValueError, struct.error) as exc:
+                    self._corrupt(f"a document record in {self._docs}: {exc}")
                     continue
                 checked.add(other)
-                similarity = verify(other, self.codec.decode(data))
+                similarity = verify(other, signature)
                 if similarity is not None:
                     matches.append((other, similarity))
             if matches or mode == "query":
@@ -173,10 +197,21 @@ class RedisBucketStore:
         doc = _pack_doc(key, self.codec.encode(signature))
         self._run(self._keys(buckets), key, doc, "force", 0)
 
+    def _corrupt(self, what: str) -> None:
+        error = CorruptRecord(f"cannot read {what}")
+        if self.on_corrupt is None:
+            raise error
+        self.on_corrupt(error)
+
     def items(self) -> Iterator[tuple[str, Any]]:
-        for _, packed in self.client.hscan_iter(self._docs, count=1000):
-            key, data = _unpack_doc(packed)
-            yield key, self.codec.decode(data)
+        for id_, packed in self.client.hscan_iter(self._docs, count=1000):
+            try:
+                key, data = _unpack_doc(packed)
+                signature = self.codec.decode(data)
+            except (ValueError, struct.error) as exc:
+                self._corrupt(f"document {id_!r} of {self._docs}: {exc}")
+                continue
+            yield key, signature
 
     def __contains__(self, key: str) -> bool:
         """Whether ``key`` is indexed; False when Redis cannot be asked (it only serves to
@@ -243,12 +278,16 @@ def pack_member(head: str, method: str, similarity: float) -> bytes:
 
 
 def unpack_member(data: bytes) -> tuple[str, str, float]:
-    (n,) = struct.unpack_from("<I", data)
-    head = data[4 : 4 + n].decode("utf-8", "surrogatepass")
-    pos = 4 + n
-    (n,) = struct.unpack_from("<I", data, pos)
-    method = data[pos + 4 : pos + 4 + n].decode()
-    (similarity,) = struct.unpack_from("<d", data, pos + 4 + n)
+    """(head, method, similarity) of a member record; CorruptRecord when it is not one."""
+    try:
+        (n,) = struct.unpack_from("<I", data)
+        head = data[4 : 4 + n].decode("utf-8", "surrogatepass")
+        pos = 4 + n
+        (n,) = struct.unpack_from("<I", data, pos)
+        method = data[pos + 4 : pos + 4 + n].decode()
+        (similarity,) = struct.unpack_from("<d", data, pos + 4 + n)
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise CorruptRecord(f"cannot read a cluster record ({exc}): {data[:60]!r}") from None
     return head, method, similarity
 
 
@@ -267,9 +306,17 @@ def recorded(
     client: redis.Redis, prefix: str, key: str
 ) -> tuple[bool, tuple[str, str, float] | None]:
     """Whether ``key`` is a kept document, and (head, method, similarity) if it is a recorded
-    duplicate (one round trip)."""
+    duplicate (one round trip). CorruptRecord when its cluster record cannot be read."""
     pipe = client.pipeline(transaction=False)
     pipe.hexists(f"{part_base(prefix, 'exact')}:ids", key)
     pipe.hget(f"{key_base(prefix)}:members", key)
     kept, member = pipe.execute()
     return bool(kept), None if member is None else unpack_member(member)
+
+
+def taken(client: redis.Redis, prefix: str, key: str) -> bool:
+    """Whether ``key`` names a kept document or a recorded duplicate (one round trip)."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hexists(f"{part_base(prefix, 'exact')}:ids", key)
+    pipe.hexists(f"{key_base(prefix)}:members", key)
+    return any(pipe.execute())
