@@ -104,7 +104,7 @@ class PlainSpider(scrapy.Spider):
 def corpus_pages(lang: str, seed: int) -> tuple[list[Doc], list[bytes], list[int], list[str]]:
     """Every document of the corpus with its HTML, each family's article id, and each
     document's host: the site whose template it is in, as a name under ``.localhost`` (so
-    the plugin tells the sites apart, as on the web, and learns each one's boilerplate)."""
+    the plugin tells the sites apart, as on the web)."""
     originals = load_originals(lang)
     fill_from_extraction(originals)
     templates, vocabulary = templates_of(originals), vocabulary_of(originals)

@@ -17,7 +17,7 @@ exits.
 Every page is served on 127.0.0.1 in a shuffled order (``--orders`` seeded orders, their seeds
 printed), under a host name of its outlet (the host its links name most, as
 ``s<N>.localhost``, the loopback server answering as their proxy), so the plugin tells the
-sites apart and learns each one's boilerplate as on the web. ``scrapy runspider`` crawls each
+sites apart as on the web. ``scrapy runspider`` crawls each
 order with a plain spider that yields ``{"url"}``, the plugin enabled by ``ADDONS`` alone with
 ``NEARDUP_ACTION = "tag"`` (nothing dropped: every item says what it would have been dropped
 for), per backend (``--backends``) and decision (``--decisions``), with any other setting of
@@ -25,9 +25,9 @@ for), per backend (``--backends``) and decision (``--decisions``), with any othe
 judged). The start requests are the pages in the order, with falling priorities, taken by
 priority alone (``ScrapyPriorityQueue``: Scrapy's default queue takes turns between hosts),
 ``--concurrency`` (4) at a time. What holds: the pages are requested in the order exactly, and
-the pipeline decides them within a few places of it (a page that would be dropped is read
-again in full first, the plugin's second reading, and later pages overtake it meanwhile); the
-median and the largest displacement are printed. On 2 cores a crawl of the 2,167 pages takes
+the pipeline decides them within a few places of it (pages are read by worker processes, and
+one read faster overtakes one read slower); the median and the largest displacement are
+printed. On 2 cores a crawl of the 2,167 pages takes
 2-6 minutes: the default (8 backends, 2 decisions, 3 orders) runs for hours, ``--backends
 minhash,spotsigs`` for about an hour, ``--quick`` (12 stories, 2 orders) for 3 minutes.
 
@@ -50,9 +50,8 @@ and the hand-written pipeline of ``bench/bench_handwritten.py`` (128 permutation
 inserted). Texts are cached in ``--cache``.
 
 ``--engine`` replays the engine instead of crawling (seconds, not minutes, for trying rules):
-``Deduplicator`` over the plugin's own fast reading of every page (``extract_main_text``,
-cached), in each order exactly, with each outlet's boilerplate learnt as the pipeline does;
-it does not read a page again in full before a drop, which the crawl does.
+``Deduplicator`` over the plugin's own reading of every page (``extract_main_text``, cached),
+in each order exactly.
 
 Two stories of the gold set are one event split in two (two clusters for one subpoena, two for
 one school shooting): a drop across such a pair counts as wrong, for every system alike.
@@ -339,7 +338,7 @@ def displacement(order: list[int], met: list[int]) -> tuple[float, int]:
 
 class Texts:
     """Each page's text as Scrapy decodes it and trafilatura's ``extract()`` reads it (what the
-    peers compare), and the plugin's own fast reading (``--engine``); cached by content hash in
+    peers compare), and the plugin's own reading (``--engine``); cached by content hash in
     one JSON file."""
 
     def __init__(self, cache: Path | None) -> None:
@@ -387,7 +386,7 @@ def trafilatura_text(body: bytes) -> str:
 
 
 def plugin_text(body: bytes) -> str:
-    """The plugin's fast reading of the page (what its pipeline compares first)."""
+    """The plugin's reading of the page (what its pipeline compares)."""
     from scrapy_neardup.extraction import extract_main_text
 
     return extract_main_text(body, "http://127.0.0.1/", _decoded(body)[1]).text
