@@ -500,3 +500,24 @@ def test_a_near_document_is_recorded_in_redis(tmp_path) -> None:
         assert "near https://a.org/1" in render(summary)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("backend", ["minhash", "spotsigs"])
+def test_a_resumed_crawl_decides_as_an_uninterrupted_one(backend: str) -> None:
+    """Killed after any page and resumed from what was recorded, the deduplicator decides
+    every later page as the uninterrupted run of the same pages in the same order does: what
+    is recorded for a kept page is what later pages are compared against."""
+    from demo_site import build_site
+
+    site = build_site()
+    pages = sorted((path, page.text) for path, page in site.pages.items() if page.text)
+    random.Random(0).shuffle(pages)
+    whole = Deduplicator(make_backend(backend))
+    expected = [whole.check(path, body) for path, body in pages]
+    assert sum(v.is_duplicate for v in expected) >= 5  # the site's copies meet their originals
+    for cut in (len(pages) // 3, 2 * len(pages) // 3):
+        before = Deduplicator(make_backend(backend))
+        decided = [before.check(path, body) for path, body in pages[:cut]]
+        after = resume(before, Deduplicator(make_backend(backend)))
+        decided += [after.check(path, body) for path, body in pages[cut:]]
+        assert decided == expected, cut
