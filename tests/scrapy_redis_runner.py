@@ -1,5 +1,6 @@
 """tests/crawl_runner.py, plus a record of what the crawl fetched and of its scheduler; and
-workers sharing a scrapy-redis queue, one of them killed (:func:`kill_one_of_three`).
+workers sharing a scrapy-redis queue (:func:`start_workers`), one of them killed
+(:func:`kill_one_of_three`).
 
     python tests/scrapy_redis_runner.py '{"start_url": ..., "settings": {...}, "out": "r.json"}'
 
@@ -13,6 +14,7 @@ scheduler builds its dupefilter in ``Scheduler.open`` and flushes it in ``Schedu
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -100,6 +102,52 @@ def workers_settings(redis_url: str, prefix: str, scheduler: str) -> dict[str, A
     return {**settings, **SCHEDULERS[scheduler]}
 
 
+def start_workers(
+    start_url: str,
+    tmp_path: Path,
+    settings: dict,
+    n: int,
+    spider: str | None = "tests.kinds_spiders.KindFollow",
+    stop_at: int | None = None,
+) -> list[subprocess.Popen]:
+    """``n`` workers (tests/crash_runner.py) crawl from ``start_url`` with ``settings`` (one
+    shared queue: :func:`workers_settings`), ``spider`` an import path (None: the demo
+    site's spider). Worker ``k`` writes its JSON-lines feed to ``feed<k>.jsonl``, its
+    items' fates, then its stats, to ``fates<k>.jsonl`` and, if it ends, :class:`FetchLog`'s
+    record to ``fetched<k>.json`` in ``tmp_path``; all write their stderr to ``stderr.log``.
+    With ``stop_at`` the first stops itself after that many items."""
+    from crash_runner import launch
+
+    stderr = tmp_path / "stderr.log"
+    extensions = {**settings.get("EXTENSIONS", {}), "scrapy_redis_runner.FetchLog": 0}
+    procs = []
+    for k in range(n):
+        feed = {str(tmp_path / f"feed{k}.jsonl"): {"format": "jsonlines"}}
+        args: dict[str, Any] = {
+            "start_url": start_url,
+            "log": str(tmp_path / f"fates{k}.jsonl"),
+            "settings": {
+                **settings,
+                "FEEDS": feed,
+                "EXTENSIONS": extensions,
+                "FETCH_LOG": str(tmp_path / f"fetched{k}.json"),
+            },
+        }
+        if spider is not None:
+            args["spider"] = spider
+        if k == 0 and stop_at is not None:
+            args["stop_at"] = stop_at
+        procs.append(launch(args, stderr, tmp_path))
+    return procs
+
+
+def feed_urls(tmp_path: Path, n: int) -> list[str]:
+    """The URLs of the items in the feed files of :func:`start_workers`'s ``n`` workers."""
+    from crash_runner import feed_lines
+
+    return [item["url"] for k in range(n) for item in feed_lines(tmp_path / f"feed{k}.jsonl")]
+
+
 def kill_one_of_three(
     base: str, tmp_path: Path, settings: dict, kill_at: int
 ) -> tuple[set[str], list[dict[str, Any]]]:
@@ -108,29 +156,17 @@ def kill_one_of_three(
     tests/crash_runner.py), with requests in flight and items in its feed's buffer; the
     other two run to the end. Returns the URLs in the union of the three feed files, and
     the two survivors' stats."""
-    from crash_runner import feed_lines, kill_stopped, launch, stopped
+    from crash_runner import feed_lines, kill_stopped, stopped
 
     stderr = tmp_path / "stderr.log"
-    procs = []
-    for n in range(3):
-        feed = {str(tmp_path / f"feed{n}.jsonl"): {"format": "jsonlines"}}
-        args = {
-            "start_url": base,
-            "spider": "tests.kinds_spiders.KindFollow",
-            "log": str(tmp_path / f"fates{n}.jsonl"),
-            "settings": {**settings, "FEEDS": feed},
-        }
-        if n == 0:
-            args["stop_at"] = kill_at
-        procs.append(launch(args, stderr, tmp_path))
+    procs = start_workers(base, tmp_path, settings, 3, stop_at=kill_at)
     assert stopped(procs[0], 120), stderr.read_text()[-3000:]
     kill_stopped(procs[0])
     stats = []
     for proc, n in zip(procs[1:], (1, 2), strict=True):
         assert proc.wait(240) == 0, stderr.read_text()[-3000:]
         stats.append(feed_lines(tmp_path / f"fates{n}.jsonl")[-1]["stats"])
-    urls = {item["url"] for n in range(3) for item in feed_lines(tmp_path / f"feed{n}.jsonl")}
-    return urls, stats
+    return set(feed_urls(tmp_path, 3)), stats
 
 
 def main() -> None:

@@ -285,3 +285,15 @@ def test_scrapy_redis_alone_loses_a_killed_workers_requests(
     expected = site.article_urls(base)
     print(f"\nscrapy-redis alone: {len(expected & urls)}/{len(expected)} pages in the feeds")
     assert expected - urls  # lost: what the killed worker had popped or not yet written
+
+
+def test_two_leasing_workers_keep_each_document_once(client, server, site, site_url, tmp_path):
+    """bench/bench_scaleout.py's check, N = 2: two workers on one LeasingScheduler queue
+    crawl the demo site and its near copies, with its default lease; no URL fetched or in an
+    item twice, every distinct document kept once (beside the near copies the default
+    decision keeps), every drop a copy of its own document, no live worker's lease taken."""
+    from bench.bench_scaleout import check_demo, crawl, shared_settings
+
+    done = crawl(site_url, tmp_path / "run", shared_settings(server.url, "two", "leases"), 2, None)
+    assert check_demo(site, done) == []
+    assert len(done.kept) == len(site.expected_unique_docs()) + len(site.near_copies())
