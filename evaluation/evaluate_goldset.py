@@ -594,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", action="store_true", help="replay the engine, no crawl")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="texts cache (JSON)")
-    parser.add_argument("--out", type=Path, default=None, help="write every run here (JSON)")
+    parser.add_argument("--out", type=Path, default=None, help="write every run here (JSON; goldset.json in a directory)")
     args = parser.parse_args(argv)
     if args.quick:
         args.max_stories = args.max_stories or QUICK_STORIES
@@ -671,8 +671,9 @@ def main(argv: list[str] | None = None) -> int:
         "another story",
     )
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(record, indent=1))
+        out = args.out / "goldset.json" if args.out.is_dir() else args.out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(record, indent=1))
     return 0
 
 
