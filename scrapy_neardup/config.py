@@ -116,7 +116,8 @@ def _float(
     if isinstance(raw, bool):  # getfloat(True) is 1.0
         raise ConfigError(name, raw, allowed)
     try:
-        number = settings.getfloat(name, default)
+        # (default None: raw is set, so the 0.0 is never used)
+        number = settings.getfloat(name, 0.0 if default is None else default)
     except (TypeError, ValueError, OverflowError):  # "high", [], 10**400
         raise ConfigError(name, raw, allowed) from None
     above = lo <= number if lo_ok else lo < number  # NaN: False
@@ -240,7 +241,7 @@ def _read(settings: BaseSettings, spec: Setting) -> Any:
     name = spec.name
     # A computed default (the free cores: 0.1 s of /proc/stat) only when it is needed.
     given = spec.computed and settings.get(name) is not None
-    value = None if given else spec.default_value()
+    value: Any = None if given else spec.default_value()  # None: not used, the setting is given
     if spec.kind == "field":
         return _field_name(settings, name, value)
     if spec.kind == "strip_params":
@@ -357,7 +358,8 @@ class NearDupConfig:
     def from_settings(cls, settings: SettingsLike) -> NearDupConfig:
         """Read ``NEARDUP_*`` (and ``JOBDIR``) from Scrapy settings or any mapping."""
         s = as_settings(settings)
-        values = {"state_dir": state_dir_from(s)}  # NEARDUP_STATE_DIR, or JOBDIR/neardup
+        # NEARDUP_STATE_DIR, or JOBDIR/neardup
+        values: dict[str, Any] = {"state_dir": state_dir_from(s)}
         for spec in SETTINGS.values():
             if spec.kind != "state_dir":
                 values[spec.field] = _read(s, spec)

@@ -178,6 +178,12 @@ class Verdict:
     def is_duplicate(self) -> bool:
         return self.duplicate_of is not None
 
+    def member(self) -> Member:
+        """A duplicate's place in its cluster; a ValueError for a document kept."""
+        if self.duplicate_of is None or self.method is None:
+            raise ValueError(f"{self.key!r} is no duplicate")
+        return Member(self.key, self.duplicate_of, self.method, self.similarity)
+
 
 @dataclass(frozen=True)
 class Signed:
@@ -332,6 +338,7 @@ class Deduplicator:
             # Exact first without adding: only a document that is kept becomes a head.
             matches = self.exact.query(signed.exact)
             if not matches:
+                assert self.near is not None  # only its backend signs for it (sign)
                 matches, related = self.near.search(key, signed.near, add=True, near=near)
                 if not matches:
                     self.exact.add(key, signed.exact)

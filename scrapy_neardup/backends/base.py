@@ -111,4 +111,7 @@ class BucketStore(Protocol):
 
     def items(self) -> Iterable[tuple[str, Any]]: ...
 
+    def __contains__(self, key: str) -> bool:
+        """Whether ``key`` was added (and is still held: a store that forgets may say no)."""
+
     def __len__(self) -> int: ...

@@ -200,12 +200,17 @@ def _identity(doc: Document, line_words: np.ndarray | None) -> np.ndarray:
     for dotted in _DOTTED.findall(doc.text):
         names.update(normalize(part) for part in _NAME_SEPARATOR.split(dotted) if part)
     tokens = doc.token_hashes
-    mask = np.zeros(len(tokens), dtype=bool)
+    mask: np.ndarray = np.zeros(len(tokens), dtype=bool)
     if names:
         mask = np.isin(tokens, hash_tokens(sorted(names)))
     first = doc.text.lstrip().split("\n", 1)[0]
-    heading = line_words is not None and len(line_words) and line_words[0] <= HEADING_WORDS
-    if heading and doc.title and normalize(first) == normalize(doc.title):
+    if (
+        line_words is not None
+        and len(line_words)
+        and line_words[0] <= HEADING_WORDS
+        and doc.title
+        and normalize(first) == normalize(doc.title)
+    ):
         mask[: line_words[0]] = True
     return mask
 
@@ -598,9 +603,9 @@ def losses(
 
     A shingle counts only where the kept document has its three words too, so a false
     positive of a filter cannot hide a word that is not there."""
-    words = len(new.tokens) if new.tokens is not None else 0
-    if words == 0:
+    if new.tokens is None or len(new.tokens) == 0:
         return Loss()
+    words = len(new.tokens)
     present = has_words(new.tokens)
     if new.parts is not None and len(new.parts) == words:
         present |= new.parts  # asked of the kept page whole, below
@@ -608,7 +613,7 @@ def losses(
     line = _line_of_word(new, words)
     counts = np.bincount(line, minlength=int(line[-1]) + 1)
     long = counts >= SHORT_LINE
-    lost_line = np.zeros(len(counts), dtype=bool)
+    lost_line: np.ndarray = np.zeros(len(counts), dtype=bool)
     if words >= _PHRASE.size:
         inside = line[: len(hit)] == line[_PHRASE.size - 1 :]
         total = np.bincount(line[: len(hit)][inside], minlength=len(counts))

@@ -96,7 +96,7 @@ class Excerpts:
 
     def __init__(self, full: int = FULL) -> None:
         self.full = full
-        self._counts = np.zeros(1 << 12, dtype=np.uint8)
+        self._counts: np.ndarray = np.zeros(1 << 12, dtype=np.uint8)
         self._posted = 0
         self._last: tuple[Any, np.ndarray] | None = None
         self._fresh: tuple[Any, np.ndarray] | None = None

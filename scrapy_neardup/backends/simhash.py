@@ -99,7 +99,7 @@ def prose(doc: Document, min_words: int) -> Document:
     return doc if split is None else Document("\n".join(split[0]))
 
 
-def prose_counts(doc: Document, min_words: int, spec: ShingleSpec) -> dict[str, int]:
+def prose_counts(doc: Document, min_words: int, spec: ShingleSpec) -> dict[str, float]:
     """Counts of the shingles of :func:`prose`. For single words, the document's own tokens
     less those of its short lines (a few, tokenised alone: no token spans a line), so the
     text is not tokenised twice (jieba is most of a Chinese page's cost)."""

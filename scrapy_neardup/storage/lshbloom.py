@@ -118,6 +118,11 @@ class LSHBloomStore:
         for store in reversed(self._stores()):
             yield from store.items()
 
+    def __contains__(self, key: str) -> bool:
+        """Whether ``key`` is in the window (of the older ones, only the bands are kept)."""
+        with self._lock:
+            return any(key in store for store in self._stores())
+
     def __len__(self) -> int:
         """Documents added, the window's and the older ones."""
         return self._count

@@ -15,7 +15,7 @@ import os
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -124,7 +124,7 @@ class _Run:
         return len(self.ids)
 
     def keys(self) -> np.ndarray:
-        widths = np.diff(self.cells.astype(np.int64))
+        widths: np.ndarray = np.diff(self.cells.astype(np.int64))  # (numpy 2.4 says timedelta64)
         top = np.repeat(np.arange(1 << self.bits, dtype=np.uint64), widths)
         return (top << self.shift) | self.rest.astype(np.uint64)
 
@@ -142,10 +142,10 @@ class _Run:
         values, wanted = self.rest[at], rest[row]
         left = lo + np.bincount(row, values < wanted, len(query)).astype(np.int64)
         right = left + np.bincount(row, values == wanted, len(query)).astype(np.int64)
-        for row in np.flatnonzero(widths > WIDE).tolist():  # crowded by common keys
-            cell = self.rest[lo[row] : hi[row]]
-            left[row] = lo[row] + np.searchsorted(cell, rest[row], "left")
-            right[row] = lo[row] + np.searchsorted(cell, rest[row], "right")
+        for i in np.flatnonzero(widths > WIDE).tolist():  # crowded by common keys
+            cell = self.rest[lo[i] : hi[i]]
+            left[i] = lo[i] + np.searchsorted(cell, rest[i], "left")
+            right[i] = lo[i] + np.searchsorted(cell, rest[i], "right")
         return left, right
 
 
@@ -309,7 +309,7 @@ class MemoryBucketStore:
         self._postings = _Postings(flush)
         # A backend with a Hamming key (SimHash's fingerprint): 8 bytes a document in memory,
         # so that a candidate too many bits away is rejected without reading its signature.
-        self._hamming = getattr(codec, "hamming_key", None)
+        self._hamming: Callable[[Any], int] | None = getattr(codec, "hamming_key", None)
         self._limit = getattr(codec, "hamming_limit", 0)
         self._hamming_keys = _Growing(np.uint64) if self._hamming is not None else None
 
@@ -357,6 +357,7 @@ class MemoryBucketStore:
             if self._kind[1] is not None:
                 self._sigs = _Growing(self._kind[1], 1 << 12)
         kind, dtype = self._kind
+        packed: np.ndarray | None
         if kind == "array" and isinstance(signature, np.ndarray) and signature.dtype == dtype:
             packed = signature.ravel() if signature.ndim == 1 else None
         elif kind == "bytes" and isinstance(signature, bytes):
@@ -366,6 +367,7 @@ class MemoryBucketStore:
         if packed is None:
             self._objects[doc] = signature
         else:
+            assert self._sigs is not None  # made with the kind that packs
             self._sigs.extend(packed)
         self._sig_ends.append(self._sigs.size if self._sigs is not None else 0)
 
@@ -377,6 +379,7 @@ class MemoryBucketStore:
         if found is not None or doc in self._objects:
             return found
         start = self._sig_ends[doc - 1] if doc else 0
+        assert self._sigs is not None and self._kind is not None  # a packed signature
         view = self._sigs.data[start : self._sig_ends[doc]]
         if self._kind[0] == "bytes":
             data = view.tobytes()
@@ -443,7 +446,7 @@ class MemoryBucketStore:
         self._table[slot] = doc
         self._n += 1
         self._pack(doc, signature)
-        if self._hamming_keys is not None:
+        if self._hamming is not None and self._hamming_keys is not None:
             self._hamming_keys.append(self._hamming(signature))
         self._postings.add(doc, buckets)
         if self._n * 10 > len(self._table) * 7:
