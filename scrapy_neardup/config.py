@@ -224,7 +224,8 @@ def _key_prefix(settings: BaseSettings) -> str | None:
 
 def _init_params(cls: type) -> set[str]:
     """The constructor's parameter names: ``NEARDUP_THRESHOLD`` goes to every backend that
-    takes a ``threshold``, so a new backend needs no line here."""
+    takes a ``threshold`` (``NEARDUP_SIMHASH_K`` to one that takes a ``k``), so a new backend
+    needs no line here."""
     return set(inspect.signature(cls).parameters)
 
 
@@ -330,9 +331,10 @@ class NearDupConfig:
     def backend_kwargs(self) -> dict[str, Any]:
         """Constructor arguments of the configured backend."""
         params = dict(self.backend_params)
-        if self.backend == "simhash":
+        takes = _init_params(BACKENDS[self.backend])
+        if "k" in takes:
             params.setdefault("k", self.simhash_k)
-        elif self.threshold is not None and "threshold" in _init_params(BACKENDS[self.backend]):
+        elif self.threshold is not None and "threshold" in takes:
             params.setdefault("threshold", self.threshold)
         for name, value in candidate_params(
             self.backend, self.decision, self.similarity_shingles, self.similarity_spots
@@ -364,19 +366,14 @@ class NearDupConfig:
             if spec.kind != "state_dir":
                 values[spec.field] = _read(s, spec)
         config = cls(**values)
-        backend_from_config(config)  # unknown backend options fail here, at start
-        if config.backend == "simhash" and config.similarity is not None:
-            needed = round(64 * (1.0 - config.similarity) + 1e-9)
-            if needed > config.simhash_k:
-                raise ConfigError(
-                    "NEARDUP_SIMILARITY",
-                    config.similarity,
-                    f"at least {1.0 - config.simhash_k / 64:.4f} with NEARDUP_SIMHASH_K="
-                    f"{config.simhash_k} (simhash's similar rule is a Hamming distance within "
-                    f"64 * (1 - similarity) bits; its index finds those within k)",
-                )
+        backend = backend_from_config(config)  # unknown backend options fail here, at start
+        if config.similarity is not None:
+            try:
+                backend.check_similar(config.similarity)
+            except ValueError as exc:
+                raise ConfigError("NEARDUP_SIMILARITY", config.similarity, str(exc)) from None
         if config.index == "lshbloom":
-            if config.backend != "minhash":
+            if not backend.lshbloom:
                 raise ConfigError(
                     "NEARDUP_INDEX",
                     "lshbloom",

@@ -15,13 +15,13 @@ import os
 import tempfile
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import xxhash
 
-from scrapy_neardup.backends.base import Verifier
+from scrapy_neardup.backends.base import Backend, Verifier
 
 logger = logging.getLogger(__name__)
 
@@ -292,7 +292,7 @@ class MemoryBucketStore:
     thread, extraction workers only sign), so ``query_and_add`` never interleaves with an add.
     """
 
-    def __init__(self, flush: int = FLUSH, codec: Any = None) -> None:
+    def __init__(self, flush: int = FLUSH, codec: Backend | None = None) -> None:
         """``flush``: postings kept in a dict before they become a sorted run (tests lower
         it); ``codec``: the backend whose ``encode``/``decode`` pack signatures."""
         self._codec = codec
@@ -309,9 +309,7 @@ class MemoryBucketStore:
         self._postings = _Postings(flush)
         # A backend with a Hamming key (SimHash's fingerprint): 8 bytes a document in memory,
         # so that a candidate too many bits away is rejected without reading its signature.
-        self._hamming: Callable[[Any], int] | None = getattr(codec, "hamming_key", None)
-        self._limit = getattr(codec, "hamming_limit", 0)
-        self._hamming_keys = _Growing(np.uint64) if self._hamming is not None else None
+        self._hamming_keys = _Growing(np.uint64, 0)  # empty for any other backend
 
     # -- keys ----------------------------------------------------------------------------
 
@@ -372,7 +370,7 @@ class MemoryBucketStore:
         self._sig_ends.append(self._sigs.size if self._sigs is not None else 0)
 
     def _signature(self, doc: int, copy: bool = False) -> Any:
-        if self._file is not None:
+        if self._file is not None and self._codec is not None:  # only a codec makes one
             start = self._sig_ends[doc - 1] if doc else 0
             return self._codec.decode(self._file.read(start, self._sig_ends[doc]))
         found = self._objects.get(doc)
@@ -399,7 +397,7 @@ class MemoryBucketStore:
     ) -> list[tuple[str, float]]:
         matches: list[tuple[str, float]] = []
         seen: set[int] = set()
-        near = self._hamming(signature) if self._hamming is not None else None
+        near = self._codec.hamming_key(signature) if self._codec is not None else None
         for docs in self._postings.lookup(buckets, probe):
             for doc in docs:
                 if doc in seen:
@@ -428,8 +426,8 @@ class MemoryBucketStore:
             return matches
 
     def _too_far(self, doc: int, near: int) -> bool:
-        assert self._hamming_keys is not None
-        return (int(self._hamming_keys.data[doc]) ^ near).bit_count() > self._limit
+        assert self._codec is not None  # it gave the keys
+        return (int(self._hamming_keys.data[doc]) ^ near).bit_count() > self._codec.hamming_limit
 
     def add(self, key: str, signature: Any, buckets: list[int]) -> None:
         with self._lock:
@@ -446,8 +444,9 @@ class MemoryBucketStore:
         self._table[slot] = doc
         self._n += 1
         self._pack(doc, signature)
-        if self._hamming is not None and self._hamming_keys is not None:
-            self._hamming_keys.append(self._hamming(signature))
+        hamming = self._codec.hamming_key(signature) if self._codec is not None else None
+        if hamming is not None:
+            self._hamming_keys.append(hamming)
         self._postings.add(doc, buckets)
         if self._n * 10 > len(self._table) * 7:
             self._grow_table()
