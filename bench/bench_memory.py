@@ -45,7 +45,6 @@ from bench.common import rss_bytes  # noqa: E402
 from corpus import load_article_bodies  # noqa: E402
 from scrapy_neardup.backends import BACKENDS, make_backend  # noqa: E402
 from scrapy_neardup.backends.containment import Verified  # noqa: E402
-from scrapy_neardup.backends.excerpts import Stored  # noqa: E402
 from scrapy_neardup.deduplicator import Index  # noqa: E402
 from scrapy_neardup.storage.lshbloom import DEFAULT_WINDOW as LSHBLOOM_WINDOW  # noqa: E402
 from scrapy_neardup.storage.lshbloom import LSHBloomStore  # noqa: E402
@@ -121,7 +120,7 @@ def fill(
     its text has (none without ``excerpts``)."""
     method = Verified(make_backend(name))
     signed = [method.signature(Document(t)) for t in documents(SIGNED, seed)]
-    signed = [s for s in signed if s[1].count]
+    signed = [s for s in signed if s.phrases.count]
     counts = [len(method.excerpts.fingerprints(s)) if excerpts else 0 for s in signed]
     rng = np.random.default_rng(seed)
     if store_name == "compact":
@@ -136,18 +135,17 @@ def fill(
     out, done = [], 0
     for size in sizes:
         while done < size:
-            backend, phrases, extra, spots = signed[done % len(signed)]
-            phrases = replace(phrases, bits=phrases.bits.copy(), sequence=None, lines=None)
-            spots = None if spots is None else replace(spots, sequence=None)
+            sig = signed[done % len(signed)]
             fingerprints = rng.integers(0, 2**63, counts[done % len(signed)], dtype=np.int64)
             index.add(
                 f"https://site{done % 997}.example/news/{done:09d}",
-                Stored(
-                    redraw(name, backend, rng),
-                    phrases,
-                    extra,
-                    np.unique(fingerprints.astype(np.uint64)),
-                    spots,
+                sig._replace(
+                    backend=redraw(name, sig.backend, rng),
+                    phrases=replace(
+                        sig.phrases, bits=sig.phrases.bits.copy(), sequence=None, line_words=None
+                    ),
+                    spots=None if sig.spots is None else replace(sig.spots, sequence=None),
+                    excerpts=np.unique(fingerprints.astype(np.uint64)),
                 ),
             )
             done += 1

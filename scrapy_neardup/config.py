@@ -116,7 +116,8 @@ def _float(
     if isinstance(raw, bool):  # getfloat(True) is 1.0
         raise ConfigError(name, raw, allowed)
     try:
-        number = settings.getfloat(name, default)
+        # (default None: raw is set, so the 0.0 is never used)
+        number = settings.getfloat(name, 0.0 if default is None else default)
     except (TypeError, ValueError, OverflowError):  # "high", [], 10**400
         raise ConfigError(name, raw, allowed) from None
     above = lo <= number if lo_ok else lo < number  # NaN: False
@@ -223,7 +224,8 @@ def _key_prefix(settings: BaseSettings) -> str | None:
 
 def _init_params(cls: type) -> set[str]:
     """The constructor's parameter names: ``NEARDUP_THRESHOLD`` goes to every backend that
-    takes a ``threshold``, so a new backend needs no line here."""
+    takes a ``threshold`` (``NEARDUP_SIMHASH_K`` to one that takes a ``k``), so a new backend
+    needs no line here."""
     return set(inspect.signature(cls).parameters)
 
 
@@ -240,7 +242,7 @@ def _read(settings: BaseSettings, spec: Setting) -> Any:
     name = spec.name
     # A computed default (the free cores: 0.1 s of /proc/stat) only when it is needed.
     given = spec.computed and settings.get(name) is not None
-    value = None if given else spec.default_value()
+    value: Any = None if given else spec.default_value()  # None: not used, the setting is given
     if spec.kind == "field":
         return _field_name(settings, name, value)
     if spec.kind == "strip_params":
@@ -329,9 +331,10 @@ class NearDupConfig:
     def backend_kwargs(self) -> dict[str, Any]:
         """Constructor arguments of the configured backend."""
         params = dict(self.backend_params)
-        if self.backend == "simhash":
+        takes = _init_params(BACKENDS[self.backend])
+        if "k" in takes:
             params.setdefault("k", self.simhash_k)
-        elif self.threshold is not None and "threshold" in _init_params(BACKENDS[self.backend]):
+        elif self.threshold is not None and "threshold" in takes:
             params.setdefault("threshold", self.threshold)
         for name, value in candidate_params(
             self.backend, self.decision, self.similarity_shingles, self.similarity_spots
@@ -357,24 +360,20 @@ class NearDupConfig:
     def from_settings(cls, settings: SettingsLike) -> NearDupConfig:
         """Read ``NEARDUP_*`` (and ``JOBDIR``) from Scrapy settings or any mapping."""
         s = as_settings(settings)
-        values = {"state_dir": state_dir_from(s)}  # NEARDUP_STATE_DIR, or JOBDIR/neardup
+        # NEARDUP_STATE_DIR, or JOBDIR/neardup
+        values: dict[str, Any] = {"state_dir": state_dir_from(s)}
         for spec in SETTINGS.values():
             if spec.kind != "state_dir":
                 values[spec.field] = _read(s, spec)
         config = cls(**values)
-        backend_from_config(config)  # unknown backend options fail here, at start
-        if config.backend == "simhash" and config.similarity is not None:
-            needed = round(64 * (1.0 - config.similarity) + 1e-9)
-            if needed > config.simhash_k:
-                raise ConfigError(
-                    "NEARDUP_SIMILARITY",
-                    config.similarity,
-                    f"at least {1.0 - config.simhash_k / 64:.4f} with NEARDUP_SIMHASH_K="
-                    f"{config.simhash_k} (simhash's similar rule is a Hamming distance within "
-                    f"64 * (1 - similarity) bits; its index finds those within k)",
-                )
+        backend = backend_from_config(config)  # unknown backend options fail here, at start
+        if config.similarity is not None:
+            try:
+                backend.check_similar(config.similarity)
+            except ValueError as exc:
+                raise ConfigError("NEARDUP_SIMILARITY", config.similarity, str(exc)) from None
         if config.index == "lshbloom":
-            if config.backend != "minhash":
+            if not backend.lshbloom:
                 raise ConfigError(
                     "NEARDUP_INDEX",
                     "lshbloom",

@@ -35,17 +35,14 @@ DEFAULT_MIN_TOKENS: int = default("NEARDUP_MIN_TOKENS")
 class Index:
     """One backend over one store: query, add, or both at once (atomically, in the store).
 
-    A backend with a ``check`` (:class:`~scrapy_neardup.backends.containment.Verified`)
-    tells copies from related documents; :meth:`search` returns both.
+    A :class:`~scrapy_neardup.backends.containment.Verified` backend tells copies from related
+    documents (:meth:`search` returns both); any other matches what its ``similarity`` does.
     """
 
     def __init__(self, method: Backend, store: BucketStore) -> None:
         self.method = method
         self.store = store
-        self._probe_count = getattr(method, "probe_count", None)
-        self._check = getattr(method, "check", None)
-        self._posted = getattr(method, "posted", None)  # told what a kept document posted
-        self._excerpt_keys = getattr(method, "excerpt_keys", None)
+        self._verified = method if isinstance(method, Verified) else None
 
     def _verifier(
         self,
@@ -57,10 +54,10 @@ class Index:
         """The store's verifier: the similarity of a copy, else None; related candidates are
         put in ``related``, near ones (the decision not configured would drop them) in
         ``near``, and each copy's (containment, rank) in ``found`` on the way."""
-        if self._check is None:
+        if self._verified is None:
             similarity = self.method.similarity
             return lambda key, other: similarity(signature, other)
-        check, name = self._check, self.method.name
+        check, name = self._verified.check, self.method.name
 
         def verify(key: str, other: Any) -> float | None:
             result = check(signature, other)
@@ -78,10 +75,6 @@ class Index:
 
         return verify
 
-    def _probe(self, signature: Any) -> dict[str, int]:
-        """``probe=`` for the store, only for backends that have it (see backends.base)."""
-        return {} if self._probe_count is None else {"probe": self._probe_count(signature)}
-
     def search(
         self, key: str, signature: Any, add: bool, near: list[Match] | None = None
     ) -> tuple[list[Match], list[Match]]:
@@ -91,15 +84,14 @@ class Index:
         contained: dict[str, tuple[float, float]] = {}
         verify = self._verifier(signature, related, contained, near)
         buckets = self.method.bucket_keys(signature)
-        first, verify = self._excerpts_first(signature, verify)
+        probe = self.method.probe_count(signature)
+        first, verify = ([], verify) if probe is None else self._excerpts_first(signature, verify)
         if add and not first:
-            found = self.store.query_and_add(
-                key, signature, buckets, verify, **self._probe(signature)
-            )
-            if not found and self._posted is not None:
-                self._posted(signature)
+            found = self.store.query_and_add(key, signature, buckets, verify, probe)
+            if not found and self._verified is not None:
+                self._verified.posted(signature)
         else:
-            found = self.store.query(signature, buckets, verify, **self._probe(signature))
+            found = self.store.query(signature, buckets, verify, probe)
         found = first + found
         name = self.method.name
         return [Match(k, sim, name, *contained.get(k, (1.0, 0.0))) for k, sim in found], related
@@ -110,7 +102,7 @@ class Index:
         are queried first, all of them. Returns what they found and the verifier for all the
         buckets then, which skips the candidates already verified (what they found is a copy:
         the document is not added)."""
-        keys = self._excerpt_keys(signature) if self._excerpt_keys and self._probe_count else []
+        keys = self.method.excerpt_keys(signature)
         if not keys:
             return [], verify
         checked: set[str] = set()
@@ -136,8 +128,8 @@ class Index:
 
     def add(self, key: str, signature: Any) -> None:
         self.store.add(key, signature, self.method.bucket_keys(signature))
-        if self._posted is not None:
-            self._posted(signature)
+        if self._verified is not None:
+            self._verified.posted(signature)
 
     def __len__(self) -> int:
         return len(self.store)
@@ -178,6 +170,12 @@ class Verdict:
     def is_duplicate(self) -> bool:
         return self.duplicate_of is not None
 
+    def member(self) -> Member:
+        """A duplicate's place in its cluster; a ValueError for a document kept."""
+        if self.duplicate_of is None or self.method is None:
+            raise ValueError(f"{self.key!r} is no duplicate")
+        return Member(self.key, self.duplicate_of, self.method, self.similarity)
+
 
 @dataclass(frozen=True)
 class Signed:
@@ -197,7 +195,8 @@ class Recorder(Protocol):
 
     def related(self, member: Member) -> None: ...
 
-    # Optional: ``near(member)``, told of a kept document near a kept one (Verdict.near_to).
+    def near(self, member: Member) -> None:
+        """Told of a kept document near a kept one (:attr:`Verdict.near_to`)."""
 
 
 def best_match(matches: Iterable[Match]) -> Match:
@@ -293,7 +292,7 @@ class Deduplicator:
         exact = ExactBackend()
         self.exact = Index(exact, stores("exact", exact))
         self.near = None
-        if self.method.name != "exact":
+        if not isinstance(self.method, ExactBackend):
             verified = Verified(self.method, **verify)
             self.near = Index(verified, stores(self.method.name, verified))
         self.members: dict[str, Member] = {}
@@ -308,7 +307,7 @@ class Deduplicator:
         extraction puts it): the costly, pure half of :meth:`check` (safe in a worker)."""
         doc = text if isinstance(text, Document) else Document(text, title=title)
         exact = self.exact.method.signature(doc)
-        reads_tokens = self.near is not None and getattr(self.near.method, "reads_tokens", False)
+        reads_tokens = self.near is not None and self.near.method.reads_tokens
         count = len(doc.tokens) if reads_tokens else doc.token_count
         if self.near is None or count < self.min_tokens:
             return Signed(exact, None, count)
@@ -332,6 +331,7 @@ class Deduplicator:
             # Exact first without adding: only a document that is kept becomes a head.
             matches = self.exact.query(signed.exact)
             if not matches:
+                assert self.near is not None  # only its backend signs for it (sign)
                 matches, related = self.near.search(key, signed.near, add=True, near=near)
                 if not matches:
                     self.exact.add(key, signed.exact)
@@ -362,9 +362,8 @@ class Deduplicator:
         closest = max(near, key=lambda m: (m.similarity, m.containment))
         relation = Member(key, closest.key, closest.method, closest.similarity)
         self._record_near(relation)
-        record = getattr(self.recorder, "near", None)
-        if record is not None:
-            record(relation)
+        if self.recorder is not None:
+            self.recorder.near(relation)
         return Verdict(
             key,
             method=closest.method,

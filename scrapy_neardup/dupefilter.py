@@ -77,15 +77,19 @@ class NearDupDupeFilter(RFPDupeFilter):
         return dupefilter
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings) -> NearDupDupeFilter:
+    def from_settings(
+        cls, settings: BaseSettings, *, fingerprinter: Any = None
+    ) -> NearDupDupeFilter:
         """A filter without a crawler (a standalone scheduler, a script): its own state,
-        Scrapy's default fingerprinter, no stats. In a crawl, :meth:`from_crawler` shares
-        the crawler's state with the other components instead."""
+        ``fingerprinter`` (as Scrapy 2.13's ``RFPDupeFilter.from_settings`` takes it), else
+        Scrapy's default one, no stats. In a crawl, :meth:`from_crawler` shares the crawler's
+        state with the other components instead."""
         from scrapy_neardup.config import NearDupConfig
         from scrapy_neardup.state import make_state
 
         config = NearDupConfig.from_settings(settings)
-        return cls(make_state(config), settings.getbool("DUPEFILTER_DEBUG") or config.debug)
+        debug = settings.getbool("DUPEFILTER_DEBUG") or config.debug
+        return cls(make_state(config), debug, fingerprinter=fingerprinter)
 
     def open(self) -> None:
         self.state.attach(self)

@@ -286,9 +286,8 @@ class Signer:
         return self.dedup.sign(text[: self.max_chars], title)
 
     def prepared(self) -> Any:
-        """The method's ``prepared()`` (MinHash: its banding), None for methods without."""
-        prepared = getattr(self.dedup.method, "prepared", None)
-        return prepared() if prepared is not None else None
+        """The method's ``prepared()`` (MinHash: its banding; None for most methods)."""
+        return self.dedup.method.prepared()
 
 
 _worker_signer: Any = None

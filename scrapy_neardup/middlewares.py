@@ -455,6 +455,7 @@ class FrontierMiddleware:
             async for obj in result:
                 yield obj
             return
+        assert meta is not None and request is not None  # parent is read from request.meta
         output = self._outputs.setdefault(id(response), _Output(response))
         recovered = meta.get(RECOVERED_META) == request.url
         try:

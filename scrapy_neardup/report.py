@@ -125,6 +125,7 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
         url_params = json.loads(raw.get(b"urls", b"{}"))
         capacity = url_params.get("capacity", 1)
         rate = url_params.get("error_rate", 0.001)
+        bloom: redis_urls.RedisBloomModuleFilter | redis_urls.RedisBloomFilter
         if url_params.get("impl") == "redisbloom":
             bloom = redis_urls.RedisBloomModuleFilter(client, prefix, capacity, rate)
         else:

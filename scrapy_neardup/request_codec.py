@@ -159,7 +159,7 @@ def _to_dict(request: Request, spider: Any) -> dict[str, Any]:
     name of a callback (``inspect.getmembers``: a hundred microseconds a request, for
     every request of a crawl) where the callback is the spider's method of its own name.
     tests/test_frontier.py holds it to Scrapy's own on many kinds of request."""
-    names = []
+    names: list[Any] = []  # a method's name, else the callback as given (None, a str)
     for func in (request.callback, request.errback):
         if not callable(func):
             names.append(func)
@@ -354,9 +354,8 @@ def _decode_datetime(value: Any) -> datetime.datetime:
     text, zone, fold = value
     found = datetime.datetime.fromisoformat(text)
     if zone is not None:
-        zoneinfo = sys.modules.get("zoneinfo")
-        if zoneinfo is None:
-            import zoneinfo  # the standard library's (it reads the system's zone files)
+        import zoneinfo  # the standard library's (it reads the system's zone files)
+
         # Its wall time in its zone (the offset written is that zone's at that time).
         found = found.replace(tzinfo=zoneinfo.ZoneInfo(_text(zone)))
     return found.replace(fold=1 if fold else 0)  # which of a repeated hour
@@ -425,7 +424,7 @@ def _decode_item(tag: str, value: Any) -> Any:
         }
     if not fields.keys() <= names.keys():
         raise ValueError(f"not fields of {module}.{qualname}: {sorted(fields - names.keys())}")
-    return _made(cls, {names[k]: v for k, v in fields.items() if names[k]}, fields)
+    return _made(cls, {name: v for k, v in fields.items() if (name := names[k])}, fields)
 
 
 def _made(cls: type, arguments: dict[str, Any], fields: dict[str, Any]) -> Any:

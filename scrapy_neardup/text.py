@@ -78,7 +78,7 @@ def tokenize(text: str) -> list[str]:
 TOKEN_HASH = "poly64-fmix"  # in the params of the methods that use it: saved state says it
 _POLY = np.uint64(0x100000001B3)  # FNV's 64-bit prime (odd, so P**i never vanishes)
 _LENGTH_MIX = np.uint64(0x9E3779B97F4A7C15)
-_powers = np.ones(1, dtype=np.uint64)
+_powers: np.ndarray = np.ones(1, dtype=np.uint64)
 _char_table: np.ndarray | None = None
 
 

@@ -10,7 +10,7 @@ from concurrent.futures import Future
 from typing import Any
 
 
-def _reactor() -> Any:
+def installed_reactor() -> Any:
     """The installed Twisted reactor, or None (never installs one)."""
     from scrapy.utils.reactor import is_reactor_installed
 
@@ -33,7 +33,7 @@ async def await_future(future: Future) -> Any:
     """The future's result; the loop keeps running while a worker computes it."""
     if future.done():
         return future.result()
-    reactor = _reactor()
+    reactor = installed_reactor()
     if reactor is None:
         return await asyncio.wrap_future(future)
     from scrapy.utils.defer import maybe_deferred_to_future
@@ -47,7 +47,7 @@ async def await_future(future: Future) -> Any:
 
 def call_soon(fn: Callable[..., Any], *args: Any) -> None:
     """``fn(*args)`` at the loop's next turn (from the loop's own thread)."""
-    reactor = _reactor()
+    reactor = installed_reactor()
     if reactor is not None:
         reactor.callLater(0, fn, *args)
     else:
@@ -63,7 +63,7 @@ class LoopHandle:
     @classmethod
     def current(cls) -> LoopHandle | None:
         """The loop running the crawl in this thread, or None (a script, a test)."""
-        reactor = _reactor()
+        reactor = installed_reactor()
         if reactor is not None:
             return cls(reactor=reactor) if getattr(reactor, "running", False) else None
         try:
@@ -101,7 +101,7 @@ def call_every(period: float, fn: Callable[[], None]) -> Callable[[], None]:
         later = asyncio.get_running_loop().call_later
         reactor = None
     except RuntimeError:  # another Twisted reactor
-        reactor = _reactor()
+        reactor = installed_reactor()
         later = reactor.callLater
     handle: Any = None
 

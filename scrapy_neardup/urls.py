@@ -160,6 +160,7 @@ def _w3lib_canonical(
         raise InvalidURL(url, str(exc) or type(exc).__name__) from None
     if "%" in url and _STRAY_PERCENT.search(url):
         out = _settle(url, out)
+    port: str | None  # the scheme's default port, removed from the URL
     if out.startswith("https://"):  # the common cases first
         port, path = ":443", out.find("/", 8)
     elif out.startswith("http://"):

@@ -261,11 +261,12 @@ def test_the_spot_filter_is_saved_with_the_signature(size: int) -> None:
     method = Deduplicator(decision="similar", similar_shingles=size).near.method
     signed = method.signature(Document(text(STORY)))
     decoded = method.decode(method.encode(signed))
-    assert (decoded[2] is None) == (size == 3) and decoded[3].count == signed[3].count
-    assert spot_similarity(signed[3], decoded[3])[1] == pytest.approx(1.0)
+    assert (decoded.shingles is None) == (size == 3)
+    assert decoded.spots.count == signed.spots.count
+    assert spot_similarity(signed.spots, decoded.spots)[1] == pytest.approx(1.0)
     # a signature written before the spot rule: no spots, the shingle rule decides
-    older = method.decode(method.encode((*signed[:3], None)))
-    assert older[3] is None
+    older = method.decode(method.encode(signed._replace(spots=None)))
+    assert older.spots is None
     assert method.similar(signed, older, 0.0) == (True, pytest.approx(1.0))
 
 

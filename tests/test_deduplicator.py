@@ -20,7 +20,7 @@ import pytest
 from saved_state import resume
 
 import corpus as C
-from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
+from scrapy_neardup.deduplicator import Deduplicator, Member, Signed, Verdict
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.text import Document
 
@@ -399,6 +399,14 @@ def test_exact_duplicate_of_a_kept_document(method: str) -> None:
         assert (verdict.duplicate_of, verdict.method, verdict.similarity) == ("a", "exact", 1.0)
     assert dedup.counts["duplicates/exact"] == 4
     assert len(dedup) == 1
+
+
+def test_a_duplicates_verdict_gives_its_place_in_the_cluster() -> None:
+    dedup = Deduplicator("minhash")
+    kept = dedup.check("a", ARTICLE_A)
+    assert dedup.check("b", ARTICLE_A).member() == Member("b", "a", "exact", 1.0)
+    with pytest.raises(ValueError, match="no duplicate"):
+        kept.member()
 
 
 # -- persistence -----------------------------------------------------------------------------

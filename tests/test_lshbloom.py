@@ -45,6 +45,8 @@ def test_copies_in_the_window_are_dropped_older_ones_kept_and_counted() -> None:
     assert isinstance(store, LSHBloomStore)
     assert store.unverified == 0  # 60 distinct pages: no band met twice
     assert len(store) == 60 and sum(len(s) for s in store._stores()) <= 20
+    assert "https://a.example/59" in store  # a key of the window
+    assert "https://a.example/0" not in store  # forgotten: only its bands are kept
 
     recent = dedup.check("https://b.example/recent", edited(docs[-1]))
     assert recent.is_duplicate and recent.duplicate_of == "https://a.example/59"

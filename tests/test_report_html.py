@@ -182,10 +182,26 @@ def test_page_from_a_redis_crawl(site, site_url, tmp_path) -> None:
         }
         result = crawl(site_url, tmp_path / "out.json", **settings, **KEEP)
         assert len(result["dropped"]) == 12
-        page, out = stats_html(tmp_path, "--redis-url", server.url, "--key-prefix", "audit")
-    near = sum(1 for item in result["dropped"] if method_of(item["reason"]) != "exact")
-    assert f"{near} of 12 drops shown, {near} with both texts, 0 lose text" in out
-    check_page(page, result, with_texts=True)
+        where = ("--redis-url", server.url, "--key-prefix", "audit")
+        page, out = stats_html(tmp_path, *where)
+        near = sum(1 for item in result["dropped"] if method_of(item["reason"]) != "exact")
+        assert f"{near} of 12 drops shown, {near} with both texts, 0 lose text" in out
+        check_page(page, result, with_texts=True)
+
+        _, out = stats_html(tmp_path, *where, "--max-drops", "2")
+        assert "2 of 12 drops shown" in out
+        drops = tmp_path / "drops.jsonl"
+        proc = subprocess.run(
+            [*STATS_CMD, *where, "--drops", str(drops)],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=ENV,
+            timeout=120,
+        )
+    assert proc.returncode == 0 and "12 drops" in proc.stdout, proc.stdout + proc.stderr
+    lines = [json.loads(line) for line in drops.read_text().splitlines()]
+    assert {d["dropped"] for d in lines} == {item["url"] for item in result["dropped"]}
 
 
 def test_marks_and_containment() -> None:

@@ -346,3 +346,16 @@ def test_scrapy_dupefilter_contract(scrapy_tests: Path, mode: str) -> None:
             + output.partition("\n")[0],
             pytrace=False,
         )
+
+
+def test_from_settings_takes_the_fingerprinter_keyword_of_scrapys_filter() -> None:
+    """``RFPDupeFilter.from_settings(settings, *, fingerprinter=None)`` (Scrapy 2.13, where
+    it is deprecated): the same call builds ours, which then uses the fingerprinter given."""
+    from scrapy.settings import Settings
+    from scrapy.utils.request import RequestFingerprinter
+
+    from scrapy_neardup.dupefilter import NearDupDupeFilter
+
+    fingerprinter = RequestFingerprinter()
+    dupefilter = NearDupDupeFilter.from_settings(Settings(), fingerprinter=fingerprinter)
+    assert dupefilter.fingerprinter is fingerprinter

@@ -22,7 +22,7 @@ from scrapy_neardup.backends.supershingles import SuperShinglesBackend
 #: ``neardup dedupe`` all read this one constant, so they cannot drift apart.
 DEFAULT_BACKEND = "minhash"
 
-BACKENDS: dict[str, type] = {
+BACKENDS: dict[str, type[Backend]] = {
     "exact": ExactBackend,
     "simhash": SimHashBackend,
     "minhash": MinHashBackend,

@@ -5,8 +5,9 @@ similar signature must also appear, and scores two signatures. Where buckets and
 live (memory, Redis) and how a query-then-add is made atomic is the storage layer's job; the
 index in :mod:`scrapy_neardup.deduplicator` joins the two.
 
-A new backend is one module in this package implementing :class:`Backend`, its name in
-``BACKENDS`` (``backends/__init__.py``), and one test module whose class subclasses
+A new backend is one module in this package with a class subclassing :class:`Backend` (its
+abstract methods, and the hooks whose defaults do not fit it), one line in ``BACKENDS``
+(``backends/__init__.py``), and one test module whose class subclasses
 ``tests/backend_suite.py``'s ``BackendSuite``: memory and Redis storage, saved state, the
 ``NEARDUP_BACKEND`` and ``NEARDUP_THRESHOLD`` settings (for a constructor with a
 ``threshold``) and the accuracy evaluation then work without another line.
@@ -14,9 +15,10 @@ A new backend is one module in this package implementing :class:`Backend`, its n
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from scrapy_neardup.text import Document
 
@@ -36,44 +38,81 @@ class Match:
     rank: float = 0.0
 
 
-@runtime_checkable
-class Backend(Protocol):
-    """The maths of one backend. Signatures may be any object the backend can encode."""
+class Backend(ABC):
+    """The maths of one backend. Signatures may be any object the backend can encode.
+
+    Every backend does the abstract methods; the other methods and attributes are hooks whose
+    defaults do nothing, for a backend to override where its maths allows more."""
 
     name: str
+    reads_tokens: bool = False  #: signing reads the list ``doc.tokens``: ``min_tokens`` too
+    hamming_limit: int = 0  #: bits from a match's :meth:`hamming_key` to the signature's
+    excerpt_screen: float = 0.0  #: a lower :meth:`estimate` is verified if excerpts are shared
+    lshbloom: bool = False  #: ``NEARDUP_INDEX="lshbloom"`` may keep its buckets (LSH bands)
 
+    @abstractmethod
     def params(self) -> dict[str, Any]:
         """Everything that changes signatures or buckets (saved state must match it)."""
 
+    @abstractmethod
     def signature(self, doc: Document) -> Any:
         """The document's signature, from whichever of its views the backend needs:
         ``doc.text`` as given (line breaks intact: sentences), ``doc.normalized``,
         ``doc.tokens`` (set ``reads_tokens``) or ``doc.shingles(spec)``. It must pickle (it is
         made in an extraction worker) and be the same on every machine that shares a state."""
 
+    @abstractmethod
     def bucket_keys(self, signature: Any) -> list[int]:
         """Buckets (64-bit ints) that any matching signature shares at least one of."""
 
+    @abstractmethod
     def similarity(self, a: Any, b: Any) -> float | None:
         """Similarity of two signatures, or None when they do not match."""
 
-    # Optional: ``estimate(a, b) -> float | None``, the similarity without the backend's
-    # threshold, for candidates that containment verifies (backends/containment.py): a
-    # copy of a page's core inside a larger page has a low Jaccard but is contained.
+    @abstractmethod
+    def encode(self, signature: Any) -> bytes:
+        """The signature as the bytes that :meth:`decode` reads (saved states hold them)."""
 
-    # Optional: ``probe_count(signature) -> int``. A backend that has it promises that a match
-    # shares a bucket among *any* ``probe_count`` of the signature's buckets, so a store may
-    # probe only that many, the least filled first (SpotSigs); without it, every bucket is
-    # probed.
+    @abstractmethod
+    def decode(self, data: bytes) -> Any:
+        """The signature :meth:`encode` wrote; ValueError for bytes it cannot have written."""
 
-    # Optional: ``hamming_key(signature) -> int`` and ``hamming_limit``. A backend that has
-    # them promises that a match's key is within ``hamming_limit`` bits of the signature's,
-    # so a store may keep the keys (8 bytes a document) and reject a candidate farther away
-    # without reading its signature (SimHash: the fingerprint and k).
+    def estimate(self, a: Any, b: Any) -> float | None:
+        """The similarity without the threshold: it only screens what Verified checks."""
+        return self.similarity(a, b)
 
-    def encode(self, signature: Any) -> bytes: ...
+    def probe_count(self, signature: Any) -> int | None:
+        """N: any N of the buckets (a store reads the least filled) hold a match's; None: all."""
+        return None
 
-    def decode(self, data: bytes) -> Any: ...
+    def hamming_key(self, signature: Any) -> int | None:
+        """A key within :attr:`hamming_limit` bits of any match's (a store's screen); None."""
+        return None
+
+    def excerpt_keys(self, signature: Any) -> list[int]:
+        """The excerpt keys among :meth:`bucket_keys` (backends/excerpts.py)."""
+        return []
+
+    def prepared(self) -> Any:
+        """What signing needs computed once, in a worker, for :meth:`adopt`; None: nothing."""
+        return None
+
+    def adopt(self, prepared: Any) -> None:
+        """Take what :meth:`prepared` computed in another process."""
+        return None
+
+    def similar_threshold(self) -> float | None:
+        """The "similar" rule's default over :meth:`estimate`; None: a shingle Jaccard's."""
+        return None
+
+    def check_similar(self, similarity: float) -> None:
+        """ValueError when the "similar" rule at ``similarity`` needs pairs no bucket finds."""
+        return None
+
+    @classmethod
+    def similar_candidates(cls, shingles: int, spots: bool) -> dict[str, Any]:
+        """Constructor defaults whose buckets propose what the "similar" rule accepts."""
+        return {}
 
 
 #: Called by a store with a candidate's key and signature: its similarity, or None.
@@ -110,5 +149,8 @@ class BucketStore(Protocol):
         """Add without querying (used when loading saved state)."""
 
     def items(self) -> Iterable[tuple[str, Any]]: ...
+
+    def __contains__(self, key: str) -> bool:
+        """Whether ``key`` was added (and is still held: a store that forgets may say no)."""
 
     def __len__(self) -> int: ...

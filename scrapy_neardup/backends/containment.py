@@ -23,7 +23,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scrapy_neardup.backends.excerpts import Excerpts, Stored
+from scrapy_neardup.backends import BACKENDS
+from scrapy_neardup.backends.base import Backend
+from scrapy_neardup.backends.excerpts import Excerpts
 from scrapy_neardup.backends.spotsigs import SpotSigsBackend
 from scrapy_neardup.text import (
     CJK_CHARS,
@@ -56,18 +58,12 @@ DECISIONS = ("contained", "similar")
 #: The "similar" decision's word shingles and Jaccard threshold (evaluation/ACCURACY.md).
 SIMILAR_SHINGLES = 2
 SIMILARITY = 0.35
-#: simhash's "similar" rule: 1 - d / 64 at least this, a Hamming distance d within 3 bits
-#: (Manku, Jain and Das Sarma's k for 64-bit fingerprints).
-SIMHASH_SIMILARITY = 1.0 - 3 / 64
 BITS_PER_SHINGLE = 10
 MAX_FILTER_BYTES = 131072  # 10 bits a shingle up to ~100k distinct 3-shingles
 MAX_FALSE_POSITIVES = 0.05
 #: A kept page with fewer distinct 3-shingles than this share of a new page's is not verified
 #: against it (Verified.check): it cannot hold the new page's own text at the decision's lines.
 SMALLER_KEPT = 0.1
-#: MinHash candidates with a lower Jaccard estimate are verified only when they share half
-#: their excerpt fingerprints (Verified.check): SpotSigs's own screen, at its own line.
-EXCERPT_SCREEN = 0.2
 _PHRASE = ShingleSpec("word", 3)
 _HEADER = struct.Struct("<IIIB")  # distinct shingles, distinct words, filter bits, hash functions
 _WORD_SALT = (np.uint64(0x776F726473616C31), np.uint64(0x776F726473616C32))
@@ -200,12 +196,17 @@ def _identity(doc: Document, line_words: np.ndarray | None) -> np.ndarray:
     for dotted in _DOTTED.findall(doc.text):
         names.update(normalize(part) for part in _NAME_SEPARATOR.split(dotted) if part)
     tokens = doc.token_hashes
-    mask = np.zeros(len(tokens), dtype=bool)
+    mask: np.ndarray = np.zeros(len(tokens), dtype=bool)
     if names:
         mask = np.isin(tokens, hash_tokens(sorted(names)))
     first = doc.text.lstrip().split("\n", 1)[0]
-    heading = line_words is not None and len(line_words) and line_words[0] <= HEADING_WORDS
-    if heading and doc.title and normalize(first) == normalize(doc.title):
+    if (
+        line_words is not None
+        and len(line_words)
+        and line_words[0] <= HEADING_WORDS
+        and doc.title
+        and normalize(first) == normalize(doc.title)
+    ):
         mask[: line_words[0]] = True
     return mask
 
@@ -379,28 +380,15 @@ def phrases_of(doc: Document) -> Phrases:
     )  # fmt: skip
 
 
-#: The candidate search of the "similar" decision, where the backend's own default would not
-#: propose the pairs it accepts (MinHash's bands on 3-shingles at 0.4 miss a 20 % reprint,
-#: whose word-set Jaccard is ~0.5; a reprint the spot rule accepts has a shingle Jaccard of
-#: 0.15-0.3): the bands on the rule's own shingles, at a threshold below the rule's
-#: (evaluation/ACCURACY.md).
-SIMILAR_CANDIDATES = 0.2
-
-
 def candidate_params(
     method: str, decision: str, similar_shingles: int | None = None, similar_spots: bool = True
 ) -> dict:
-    """Default backend parameters for a decision: for "similar", MinHash bands over the
-    rule's shingles at :data:`SIMILAR_CANDIDATES`, and (with the spot rule) SpotSigs's index
-    over the rule's spots at its Jaccard; nothing otherwise."""
+    """Default parameters of the backend named ``method`` for a decision: for "similar", its
+    :meth:`~scrapy_neardup.backends.base.Backend.similar_candidates`; nothing otherwise."""
     if decision != "similar":
         return {}
-    if method == "spotsigs":
-        return {"chain": SPOT_CHAIN, "threshold": SPOT_SIMILARITY} if similar_spots else {}
-    if method != "minhash":
-        return {}
     size = SIMILAR_SHINGLES if similar_shingles is None else similar_shingles
-    return {"shingles": f"word:{size}", "threshold": SIMILAR_CANDIDATES}
+    return BACKENDS.get(method, Backend).similar_candidates(size, similar_spots)
 
 
 @dataclass(frozen=True)
@@ -598,9 +586,9 @@ def losses(
 
     A shingle counts only where the kept document has its three words too, so a false
     positive of a filter cannot hide a word that is not there."""
-    words = len(new.tokens) if new.tokens is not None else 0
-    if words == 0:
+    if new.tokens is None or len(new.tokens) == 0:
         return Loss()
+    words = len(new.tokens)
     present = has_words(new.tokens)
     if new.parts is not None and len(new.parts) == words:
         present |= new.parts  # asked of the kept page whole, below
@@ -608,7 +596,7 @@ def losses(
     line = _line_of_word(new, words)
     counts = np.bincount(line, minlength=int(line[-1]) + 1)
     long = counts >= SHORT_LINE
-    lost_line = np.zeros(len(counts), dtype=bool)
+    lost_line: np.ndarray = np.zeros(len(counts), dtype=bool)
     if words >= _PHRASE.size:
         inside = line[: len(hit)] == line[_PHRASE.size - 1 :]
         total = np.bincount(line[: len(hit)][inside], minlength=len(counts))
@@ -685,16 +673,24 @@ def _unit(name: str, value: float) -> float:
     return float(value)
 
 
-class Verified:
+class Signature(NamedTuple):
+    """A :class:`Verified` signature: the backend's own and the filters the rules read. A
+    named tuple, so that it pickles (it is made in an extraction worker)."""
+
+    backend: Any  # the backend's signature
+    phrases: Phrases  # the 3-shingle filter containment reads
+    shingles: Phrases | None = None  # the "similar" rule's shingles, when not 3-shingles
+    spots: Phrases | None = None  # the spot rule's spots (set backends)
+    excerpts: np.ndarray | None = None  # the excerpt fingerprints stored (None: not decoded)
+
+
+class Verified(Backend):
     """A backend whose candidates are verified exactly (see the module docstring).
 
-    Its signature is ``(backend signature, Phrases, Phrases | None, Phrases | None)``: the
-    backend's, the 3-shingle filter containment reads, a filter of the "similar" rule's
-    shingles when they are not 3-shingles, and one of its spots (set backends). Buckets,
-    probing and everything else the engine may ask of the backend (``reads_tokens``,
-    MinHash's ``adopt``) are the backend's. The backend's ``estimate`` (its similarity
-    without its threshold, where it has one) only screens candidates; the decision is
-    :meth:`check`'s.
+    Its signature is a :class:`Signature`. Buckets, probing and the store's screens are the
+    backend's (with the excerpt keys: backends/excerpts.py). The backend's ``estimate`` (its
+    similarity without its threshold, where it has one) only screens candidates; the decision
+    is :meth:`check`'s.
 
     Both rules are worked out for every candidate; ``decision`` says which one drops:
 
@@ -704,17 +700,16 @@ class Verified:
       word ``similar_shingles``-shingles (:func:`jaccard`, exact but for the filter's
       false positives, which are subtracted) at least ``similarity``, or the spot rule
       (:func:`spot_similarity`: a reprint cut, retitled or in another template); among
-      several kept pages a copy joins the closest (``Check.rank``); for simhash, a
-      Hamming distance within ``64 * (1 - similarity)`` bits (default 3, Manku's; the
-      index's ``k`` must reach it); for cosine, its cosine estimate (2048 hyperplanes) at
-      least ``similarity`` (default: the backend's threshold).
+      several kept pages a copy joins the closest (``Check.rank``); for a backend with a
+      ``similar_threshold`` (simhash, cosine), its own estimate at least ``similarity``
+      (default: that threshold; simhash's index's ``k`` must reach it).
 
     A pair the other rule holds is ``near`` (kept, recorded beside the kept one).
     """
 
     def __init__(
         self,
-        backend: Any,
+        backend: Backend,
         *,
         decision: str = "contained",
         coverage: float = COVERAGE,
@@ -733,46 +728,32 @@ class Verified:
             raise ValueError(f"similar shingles must be 1..5 words, got {similar_shingles}")
         self.backend = backend
         self.name = backend.name
+        self.reads_tokens = backend.reads_tokens
+        self.hamming_limit = backend.hamming_limit
         self.decision = decision
         self.similar_shingles = similar_shingles
         self._spec = ShingleSpec("word", similar_shingles)
+        own = backend.similar_threshold()
+        self._jaccard = own is None  # the similar rule's measure: a Jaccard, or the estimate
+        self._default_similarity = SIMILARITY if own is None else float(own)
         self.similar_spots = bool(similar_spots) and self._jaccard
         self.similarity_threshold = (
-            self._default_similarity() if similarity is None else _unit("similarity", similarity)
+            self._default_similarity if similarity is None else _unit("similarity", similarity)
         )
         # The share of the new page's distinct 3-shingles below which a kept page is too
         # small to be verified against it: a tenth, or the similar rule's Jaccard if lower.
         self._smaller = SMALLER_KEPT
         if decision == "similar" and self._jaccard:
             self._smaller = min(SMALLER_KEPT, 0.9 * self.similarity_threshold)
-        # MinHash's estimate is a Jaccard: below EXCERPT_SCREEN (or the similar rule's own
-        # threshold) only an excerpt can be a copy, and it shares its excerpt fingerprints.
-        # The spot rule takes a reprint at any shingle Jaccard the bands propose.
-        self._screen = 0.0
-        if self.name == "minhash":
-            self._screen = EXCERPT_SCREEN
-            if decision == "similar":
-                self._screen = (
-                    0.0
-                    if self.similar_spots
-                    else min(EXCERPT_SCREEN, 0.5 * self.similarity_threshold)
-                )
-        self._estimate = getattr(backend, "estimate", backend.similarity)
-        self.excerpts = Excerpts()  # excerpt keys beside the backend's (backends/excerpts.py)
-        if hasattr(backend, "probe_count"):  # the engine asks it of a whole signature
-            self.probe_count = lambda signature: (
-                backend.probe_count(signature[0]) + len(self.excerpts.keys(signature))
+        # Below the backend's excerpt screen only an excerpt can be a copy (or below the
+        # similar rule's own threshold); the spot rule takes a reprint at any shingle Jaccard
+        # the bands propose.
+        self._screen = backend.excerpt_screen
+        if decision == "similar" and self._screen:
+            self._screen = (
+                0.0 if self.similar_spots else min(self._screen, 0.5 * self.similarity_threshold)
             )
-        if hasattr(backend, "hamming_key"):  # and a store of a whole signature
-            self.hamming_key = lambda signature: backend.hamming_key(signature[0])
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for attributes this class lacks: the backend's optional ones.
-        return getattr(self.__dict__["backend"], name)
-
-    @property
-    def _jaccard(self) -> bool:
-        return self.name not in ("simhash", "cosine")
+        self.excerpts = Excerpts()  # excerpt keys beside the backend's (backends/excerpts.py)
 
     def params(self) -> dict[str, Any]:
         verify = {"filter": f"bloom{BITS_PER_SHINGLE}+words", "coverage": self.coverage}
@@ -786,7 +767,7 @@ class Verified:
                 self.similar_shingles if self._jaccard else SIMILAR_SHINGLES,
                 SIMILAR_SHINGLES,
             ),
-            "similarity": (self.similarity_threshold, self._default_similarity()),
+            "similarity": (self.similarity_threshold, self._default_similarity),
             "similar_spots": (self.similar_spots or not self._jaccard, True),
         }
         verify.update({k: v for k, (v, default) in extra.items() if v != default})
@@ -795,41 +776,42 @@ class Verified:
             params["spots"] = _spot_params()
         return params
 
-    def _default_similarity(self) -> float:
-        if self.name == "simhash":
-            return SIMHASH_SIMILARITY
-        return float(self.backend.threshold) if self.name == "cosine" else SIMILARITY
-
-    def signature(self, doc: Document) -> tuple[Any, Phrases, Phrases | None, Phrases | None]:
+    def signature(self, doc: Document) -> Signature:
         extra = spots = None
         if self._jaccard and self._spec != _PHRASE:
             extra = shingles_of(doc, self._spec)
         if self.similar_spots:
             spots = spots_of(doc)
-        return self.backend.signature(doc), phrases_of(doc), extra, spots
+        return Signature(self.backend.signature(doc), phrases_of(doc), extra, spots)
 
-    def bucket_keys(self, signature: tuple[Any, ...]) -> list[int]:
-        return list(self.backend.bucket_keys(signature[0])) + self.excerpt_keys(signature)
+    def bucket_keys(self, signature: Signature) -> list[int]:
+        return list(self.backend.bucket_keys(signature.backend)) + self.excerpt_keys(signature)
 
-    def excerpt_keys(self, signature: tuple[Any, ...]) -> list[int]:
+    def excerpt_keys(self, signature: Signature) -> list[int]:
         """The excerpt keys among :meth:`bucket_keys` (the engine queries them first)."""
         return self.excerpts.keys(signature).tolist()
 
-    def posted(self, signature: tuple[Any, ...]) -> None:
+    def probe_count(self, signature: Signature) -> int | None:
+        probe = self.backend.probe_count(signature.backend)
+        return None if probe is None else probe + len(self.excerpts.keys(signature))
+
+    def hamming_key(self, signature: Signature) -> int | None:
+        return self.backend.hamming_key(signature.backend)
+
+    def posted(self, signature: Signature) -> None:
         """Told that a kept document was posted under :meth:`bucket_keys`."""
         self.excerpts.posted(signature)
 
-    def measure(self, new: tuple[Any, ...], kept: tuple[Any, ...], estimate: float) -> float | None:
+    def measure(self, new: Signature, kept: Signature, estimate: float) -> float | None:
         """The "similar" rule's measure of a candidate (None: cannot say)."""
         if not self._jaccard:
             return float(estimate)  # simhash: 1 - d/64 within k; cosine: its estimate
-        at = 1 if self._spec == _PHRASE else 2
-        if len(new) <= at or len(kept) <= at or new[at] is None or kept[at] is None:
-            return None
-        return jaccard(new[at], kept[at])
+        phrases = self._spec == _PHRASE  # the rule's shingles are the 3-shingles
+        a, b = (new.phrases, kept.phrases) if phrases else (new.shingles, kept.shingles)
+        return None if a is None or b is None else jaccard(a, b)
 
     def similar(
-        self, new: tuple[Any, ...], kept: tuple[Any, ...], estimate: float
+        self, new: Signature, kept: Signature, estimate: float
     ) -> tuple[bool, float | None]:
         """Whether the "similar" rule holds for a candidate, with its measure: the Jaccard of
         its shingles (:meth:`measure`) at least the threshold, or, for the set backends, the
@@ -837,20 +819,20 @@ class Verified:
         measure = self.measure(new, kept, estimate)
         holds = measure is not None and measure >= self.similarity_threshold - 1e-9
         spots = None
-        if self.similar_spots and len(new) > 3 and len(kept) > 3 and None not in (new[3], kept[3]):
-            spots = spot_similarity(new[3], kept[3])
+        if self.similar_spots and new.spots is not None and kept.spots is not None:
+            spots = spot_similarity(new.spots, kept.spots)
         if spots is None:
             return holds, measure
         return holds or spots[0], spots[1]
 
-    def check(self, new: tuple[Any, ...], kept: tuple[Any, ...]) -> Check | None:
+    def check(self, new: Signature, kept: Signature) -> Check | None:
         """None when the candidate is neither a copy, related nor near."""
-        if kept[1].count < self._smaller * new[1].count:
+        if kept.phrases.count < self._smaller * new.phrases.count:
             # A kept page a tenth the new one's size (which the excerpt keys of a long page
             # propose by the dozen) holds too little of it to be its copy or near it: not
             # verified, which over a whole page costs what a check of an excerpt does not.
             return None
-        similarity = self._estimate(new[0], kept[0])
+        similarity = self.backend.estimate(new.backend, kept.backend)
         if similarity is None or similarity < self._screen:
             # Screened out by the backend (or, for MinHash, a Jaccard estimate below any pair
             # the bands propose): an excerpt is far below it, and verified when it shares half
@@ -858,7 +840,7 @@ class Verified:
             if not self.excerpts.shared(new, kept):
                 return None
             similarity = similarity or 0.0
-        found = coverage(new[1], kept[1], self.coverage, self.shingles)
+        found = coverage(new.phrases, kept.phrases, self.coverage, self.shingles)
         contained = holds(found)
         similar, measure = self.similar(new, kept, similarity)
         duplicate = contained if self.decision == "contained" else similar
@@ -870,42 +852,36 @@ class Verified:
         near = not (duplicate or related) and (other or lossy_copy)
         if not (duplicate or related or near):
             return None
-        words = found.words if found is not None else 0.0
-        reverse = found.reverse if found is not None else 0.0
+        words, reverse = (found.words, found.reverse) if found is not None else (0.0, 0.0)
+        measured = float(measure or 0.0)
+        rank = measured if self.decision == "similar" else 0.0
         return Check(
-            float(similarity),
-            contained,
-            related,
-            words,
-            reverse,
-            duplicate,
-            similar,
-            near,
-            float(measure or 0.0),
-            float(measure or 0.0) if self.decision == "similar" else 0.0,
-        )
+            float(similarity), contained, related, words, reverse, duplicate, similar, near,
+            measured, rank,
+        )  # fmt: skip
 
-    def similarity(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> float | None:
+    def similarity(self, a: Signature, b: Signature) -> float | None:
         """The backend's similarity of a pair that :meth:`check` calls a copy, else None."""
         found = self.check(a, b)
         return found.similarity if found is not None and found.duplicate else None
 
-    def encode(self, signature: tuple[Any, ...]) -> bytes:
-        inner = self.backend.encode(signature[0])
+    def encode(self, signature: Signature) -> bytes:
+        inner = self.backend.encode(signature.backend)
         # The similar rule's filters, one after the other: its shingles', its spots'.
-        extra = b"".join(part.encode() for part in signature[2:4] if part is not None)
+        filters = (signature.shingles, signature.spots)
+        extra = b"".join(part.encode() for part in filters if part is not None)
         return b"".join(
             (
                 struct.pack("<I", len(inner)),
                 inner,
-                signature[1].encode(),
+                signature.phrases.encode(),
                 struct.pack("<I", len(extra)),
                 extra,
                 self.excerpts.encode(signature),
             )
         )
 
-    def decode(self, data: bytes) -> tuple[Any, Phrases, Phrases | None]:
+    def decode(self, data: bytes) -> Signature:
         if len(data) < 4:
             raise ValueError(f"verified signature needs at least 4 bytes, got {len(data)}")
         (length,) = struct.unpack_from("<I", data)
@@ -921,14 +897,15 @@ class Verified:
             raise ValueError("corrupt verified signature: phrase filter is cut")
         phrases = Phrases.decode(view[at:end])
         if len(data) == end:  # written without the similar rule's filter and excerpt keys
-            return Stored(backend, phrases, None, Excerpts.decode(b""), None)
+            return Signature(backend, phrases, excerpts=Excerpts.decode(b""))
         if len(data) < end + 4:
             raise ValueError("corrupt verified signature: similar-rule filter is cut")
         (size,) = struct.unpack_from("<I", data, end)
         if len(data) < end + 4 + size:
             raise ValueError("corrupt verified signature: similar-rule filter is cut")
         extra, spots = self._similar_filters(view[end + 4 : end + 4 + size])
-        return Stored(backend, phrases, extra, self.excerpts.decode(view[end + 4 + size :]), spots)
+        excerpts = self.excerpts.decode(view[end + 4 + size :])
+        return Signature(backend, phrases, extra, spots, excerpts)
 
     def _similar_filters(self, data: memoryview) -> tuple[Phrases | None, Phrases | None]:
         """The similar rule's filters, one after the other: its shingles' (where they are not

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from scrapy_neardup.backends.base import Backend
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
 WEIGHTINGS = ("tf", "log", "binary")
@@ -125,7 +126,7 @@ def optimal_bands(
     raise ValueError(f"cosine threshold {threshold} is too low for banding")  # pragma: no cover
 
 
-class CosineBackend:
+class CosineBackend(Backend):
     """Random-hyperplane signatures of term vectors; a match is an estimated cosine of at
     least ``threshold``."""
 
@@ -204,6 +205,9 @@ class CosineBackend:
     def estimate(self, a: int, b: int) -> float:
         """cos(pi * d / bits) for ``d`` differing bits: Charikar's estimate of the cosine."""
         return math.cos(math.pi * (a ^ b).bit_count() / self.bits)
+
+    def similar_threshold(self) -> float:
+        return self.threshold
 
     def similarity(self, a: int, b: int) -> float | None:
         if a == 0 or b == 0:

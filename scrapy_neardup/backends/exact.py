@@ -6,10 +6,11 @@ from typing import Any
 
 import xxhash
 
+from scrapy_neardup.backends.base import Backend
 from scrapy_neardup.text import Document
 
 
-class ExactBackend:
+class ExactBackend(Backend):
     """128-bit xxh3 hash of the normalised text; one bucket, equality is the only match."""
 
     name = "exact"

@@ -9,9 +9,12 @@ Rationale: ``docs/design.md#excerpt-keys``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from scrapy_neardup.backends.containment import Signature
 
 SHINGLE = 5
 WINDOW = 40
@@ -21,23 +24,6 @@ MIN_LINE = 20
 _TAG = np.uint64(0x6578636572707473)  # "excerpts"
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _NONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # no fingerprint (a shingle with a word in a short line)
-
-
-class Stored(tuple):
-    """A decoded ``(backend signature, Phrases, Phrases | None, Phrases | None)`` (the
-    similar rule's shingles and spots last) that carries its stored excerpt keys."""
-
-    excerpts: np.ndarray
-
-    def __new__(
-        cls, backend: Any, phrases: Any, extra: Any, excerpts: np.ndarray, spots: Any = None
-    ) -> Stored:
-        self = super().__new__(cls, (backend, phrases, extra, spots))
-        self.excerpts = excerpts
-        return self
-
-    def __reduce__(self) -> Any:
-        return (Stored, (self[0], self[1], self[2], self.excerpts, self[3]))
 
 
 def _splitmix(x: np.ndarray) -> np.ndarray:
@@ -96,7 +82,7 @@ class Excerpts:
 
     def __init__(self, full: int = FULL) -> None:
         self.full = full
-        self._counts = np.zeros(1 << 12, dtype=np.uint8)
+        self._counts: np.ndarray = np.zeros(1 << 12, dtype=np.uint8)
         self._posted = 0
         self._last: tuple[Any, np.ndarray] | None = None
         self._fresh: tuple[Any, np.ndarray] | None = None
@@ -104,12 +90,11 @@ class Excerpts:
     def params(self) -> dict[str, Any]:
         return {"winnow": f"word{SHINGLE}/{WINDOW}", "full": self.full}
 
-    def fingerprints(self, signature: Any) -> np.ndarray:
+    def fingerprints(self, signature: Signature) -> np.ndarray:
         """All the excerpt fingerprints of a signature: stored, or from its shingles."""
-        stored = getattr(signature, "excerpts", None)
-        if stored is not None:
-            return stored
-        phrases = signature[1]
+        if signature.excerpts is not None:
+            return signature.excerpts
+        phrases = signature.phrases
         if phrases.sequence is None:
             return np.empty(0, dtype=np.uint64)
         fresh = self._fresh
@@ -120,7 +105,7 @@ class Excerpts:
             )
         return fresh[1]
 
-    def keys(self, signature: Any) -> np.ndarray:
+    def keys(self, signature: Signature) -> np.ndarray:
         """The tagged bucket keys of a signature's fingerprints, but for the full ones."""
         last = self._last
         if last is not None and last[0] is signature:
@@ -133,7 +118,7 @@ class Excerpts:
     def _slots(self, keys: np.ndarray) -> np.ndarray:
         return (keys & np.uint64(len(self._counts) - 1)).astype(np.intp)
 
-    def posted(self, signature: Any) -> None:
+    def posted(self, signature: Signature) -> None:
         """Count the keys a kept page was posted under."""
         keys = self.keys(signature)
         self._posted += len(keys)
@@ -144,7 +129,7 @@ class Excerpts:
         self._counts[slots] = np.minimum(self._counts[slots], self.full)
         self._last = None
 
-    def shared(self, new: Any, kept: Any) -> bool:
+    def shared(self, new: Signature, kept: Signature) -> bool:
         """Whether ``kept`` is worth verifying for a ``new`` page that its backend does not
         find similar: they share at least half of new's fingerprints, as an excerpt shares
         all of its own (every window of an exact excerpt is one of its source's). One
@@ -155,7 +140,7 @@ class Excerpts:
             return False
         return 2 * len(set(a.tolist()).intersection(b.tolist())) >= len(a)  # numpy: 10x slower
 
-    def encode(self, signature: Any) -> bytes:
+    def encode(self, signature: Signature) -> bytes:
         return self.fingerprints(signature).astype("<u8", copy=False).tobytes()
 
     @staticmethod

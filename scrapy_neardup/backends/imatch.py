@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from scrapy_neardup.backends.base import Backend
 from scrapy_neardup.text import CJK_CHARS, HAN_CHARS, TOKEN_HASH, Document, fmix64, hash_tokens
 
 DEFAULT_LANGUAGES = ("en", "zh", "de", "fr", "es", "it", "nl", "pt", "sv", "pl", "cs", "ru", "fi")
@@ -128,7 +129,7 @@ def build_lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:
     return Lexicon(all_hashes[first], all_zipf[first])
 
 
-class IMatchBackend:
+class IMatchBackend(Backend):
     """SHA-1 of the sorted unique mid-frequency terms, plus ``lexicons`` randomised ones;
     documents match when any one signature is equal."""
 

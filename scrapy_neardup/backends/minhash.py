@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from scrapy_neardup.backends.base import Backend
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
 _SCHEME = "affine32"
@@ -61,10 +62,12 @@ def _fmix32(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> _S3)
 
 
-class MinHashBackend:
+class MinHashBackend(Backend):
     """Estimated Jaccard similarity of shingle sets; a match is at least ``threshold``."""
 
     name = "minhash"
+    excerpt_screen = 0.2  # a Jaccard: below it only an excerpt is a copy (SpotSigs's line)
+    lshbloom = True
 
     def __init__(
         self,
@@ -93,6 +96,12 @@ class MinHashBackend:
             self.adopt(known)
         elif not plain or threshold > 0.9:
             self.prepared()  # parameters datasketch may refuse: asked now, at start
+
+    @classmethod
+    def similar_candidates(cls, shingles: int, spots: bool) -> dict[str, Any]:
+        """Bands on the rule's shingles, below its threshold: 0.4 on 3-shingles misses a 20 %
+        reprint, the spot rule's have a shingle Jaccard of 0.15-0.3 (evaluation/ACCURACY.md)."""
+        return {"shingles": f"word:{shingles}", "threshold": 0.2}
 
     # datasketch is imported on first use, never at start: it imports scipy (large and
     # slow to import), which a crawl that never checks a page should not pay for. Only a

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import xxhash
 
+from scrapy_neardup.backends.base import Backend
 from scrapy_neardup.text import CJK_CHARS, Document, normalize
 
 _CLOSERS = "\"'”’»)\\]）」』"
@@ -78,7 +79,7 @@ class SentencesSignature(NamedTuple):
     length: int  # characters of the document's words
 
 
-class SentencesBackend:
+class SentencesBackend(Backend):
     """Hash of the ``n`` longest sentences plus a length guard."""
 
     name = "sentences"

@@ -17,6 +17,7 @@ from typing import Any
 import xxhash
 from simhash import Simhash
 
+from scrapy_neardup.backends.base import Backend
 from scrapy_neardup.text import CJK_CHARS, Document, ShingleSpec, term_weights
 
 BITS = 64
@@ -99,7 +100,7 @@ def prose(doc: Document, min_words: int) -> Document:
     return doc if split is None else Document("\n".join(split[0]))
 
 
-def prose_counts(doc: Document, min_words: int, spec: ShingleSpec) -> dict[str, int]:
+def prose_counts(doc: Document, min_words: int, spec: ShingleSpec) -> dict[str, float]:
     """Counts of the shingles of :func:`prose`. For single words, the document's own tokens
     less those of its short lines (a few, tokenised alone: no token spans a line), so the
     text is not tokenised twice (jieba is most of a Chinese page's cost)."""
@@ -113,7 +114,7 @@ def prose_counts(doc: Document, min_words: int, spec: ShingleSpec) -> dict[str, 
     return {word: n for word, n in counts.items() if n > 0}
 
 
-class SimHashBackend:
+class SimHashBackend(Backend):
     """64-bit SimHash; a match is a Hamming distance of at most ``k``."""
 
     name = "simhash"
@@ -139,7 +140,7 @@ class SimHashBackend:
         if not 0 <= lines <= 1000:
             raise ValueError(f"simhash lines must be 0..1000 words (0: every line), got {lines}")
         self.lines = lines
-        self.k = k
+        self.k = self.hamming_limit = k
         self.blocks = blocks
         self.shingles = ShingleSpec.parse(shingles)
         self._tables = block_tables(k, blocks)
@@ -180,9 +181,14 @@ class SimHashBackend:
         """The store's screen (see backends/base.py): the fingerprint itself."""
         return signature
 
-    @property
-    def hamming_limit(self) -> int:
-        return self.k
+    def similar_threshold(self) -> float:
+        """1 - d / 64 for d within 3 bits (Manku, Jain and Das Sarma's k for 64 bits)."""
+        return 1.0 - 3 / BITS
+
+    def check_similar(self, similarity: float) -> None:
+        if round(BITS * (1.0 - similarity) + 1e-9) > self.k:
+            bits = "a Hamming distance within 64 * (1 - similarity) bits; the index finds k"
+            raise ValueError(f"at least {1 - self.k / BITS:.4f} with simhash k={self.k} ({bits})")
 
     def similarity(self, a: int, b: int) -> float | None:
         distance = (a ^ b).bit_count()

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from scrapy_neardup.backends.base import Backend
 from scrapy_neardup.stopwords import (
     CHINESE_ANTECEDENTS,
     CHINESE_STOPWORDS,
@@ -34,7 +35,7 @@ _ANCHOR = "\x00"  # marks the antecedent of an anchored spot (a page in no known
 CANDIDATE_FLOOR = 0.2
 
 
-class SpotSigsBackend:
+class SpotSigsBackend(Backend):
     """Jaccard similarity of spot-signature sets; a match is at least ``threshold``."""
 
     name = "spotsigs"
@@ -160,6 +161,13 @@ class SpotSigsBackend:
         flat = hash_tokens([w for spot in spots for w in spot]).reshape(-1, width)
         hashes = shingle_hashes(flat.ravel(), width)[::width]
         return np.unique(hashes)
+
+    @classmethod
+    def similar_candidates(cls, shingles: int, spots: bool) -> dict[str, Any]:
+        """With the spot rule, the index over the rule's own spots at its Jaccard."""
+        from scrapy_neardup.backends.containment import SPOT_CHAIN, SPOT_SIMILARITY
+
+        return {"chain": SPOT_CHAIN, "threshold": SPOT_SIMILARITY} if spots else {}
 
     def _at_least(self, size: int) -> int:
         """The fewest of ``size`` spots that can reach the threshold. The epsilon keeps a pair

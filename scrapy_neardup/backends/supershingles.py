@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from scrapy_neardup.backends.base import Backend
 from scrapy_neardup.backends.minhash import MinHashBackend
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
@@ -22,7 +23,7 @@ _EMPTY_MINHASH = np.uint32(0xFFFFFFFF)  # what MinHash gives an empty shingle se
 _MAX_BUCKETS = 1024
 
 
-class SuperShinglesBackend:
+class SuperShinglesBackend(Backend):
     """``groups`` super-shingles of ``num_perm`` min-hashes; a match shares at least ``b``."""
 
     name = "supershingles"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -23,7 +23,8 @@ MAX_DROPS = 100  # scrapy_neardup.report_html.MAX_DROPS, not imported here (kept
 class Command(ScrapyCommand):
     requires_project = False
     requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+    # Not annotated: Scrapy 2.13 declares it an instance variable, later releases a ClassVar.
+    default_settings = {"LOG_ENABLED": False}  # noqa: RUF012
 
     def syntax(self) -> str:
         return (
@@ -98,7 +99,7 @@ class Command(ScrapyCommand):
                 raise UsageError("no state: give STATE_DIR, or -s JOBDIR=... as for the crawl")
             directory = found
         if opts.html or opts.drops:
-            self._write_audit(opts, "dir", directory)
+            self._write_audit(opts, directory)
             return
         try:
             summary = summarize(directory, opts.top)
@@ -128,7 +129,7 @@ class Command(ScrapyCommand):
                 print(f"neardup-stats: deleted {deleted} keys of crawl {prefix!r} in {url}")
                 return
             if opts.html or opts.drops:
-                self._write_audit(opts, "redis", url, prefix)
+                self._write_audit(opts, (url, prefix))
                 return
             summary = summarize_redis(url, prefix, opts.top)
         except NearDupError as exc:
@@ -137,8 +138,9 @@ class Command(ScrapyCommand):
             return
         print(json.dumps(summary, indent=2) if opts.json else _render(summary))
 
-    def _write_audit(self, opts: argparse.Namespace, source: str, *where: Any) -> None:
-        """The --html page and the --drops lines of a state directory or a Redis crawl."""
+    def _write_audit(self, opts: argparse.Namespace, where: Path | tuple[str, str]) -> None:
+        """The --html page and the --drops lines of a state directory, or of a Redis crawl
+        (its URL and key prefix)."""
         from scrapy_neardup import report_html as audit
 
         if opts.max_drops < 0:
@@ -146,13 +148,17 @@ class Command(ScrapyCommand):
         out = opts.html or opts.drops
         try:
             if opts.drops:
-                write = audit.drops_for_dir if source == "dir" else audit.drops_for_redis
-                count = write(*where, opts.drops)
+                if isinstance(where, Path):
+                    count = audit.drops_for_dir(where, opts.drops)
+                else:
+                    count = audit.drops_for_redis(*where, opts.drops)
                 print(f"neardup-stats: wrote {opts.drops}: {count} drops")
             if opts.html:
                 out = opts.html
-                make = audit.page_for_dir if source == "dir" else audit.page_for_redis
-                page, counts = make(*where, max_drops=opts.max_drops)
+                if isinstance(where, Path):
+                    page, counts = audit.page_for_dir(where, max_drops=opts.max_drops)
+                else:
+                    page, counts = audit.page_for_redis(*where, max_drops=opts.max_drops)
                 Path(opts.html).write_text(page, encoding="utf-8")
                 print(
                     f"neardup-stats: wrote {opts.html}: {counts['shown']} of {counts['drops']} "

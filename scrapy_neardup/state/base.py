@@ -196,9 +196,7 @@ class NearDupState:
         which datasketch computes with scipy, for parameters whose banding is not written out
         in ``minhash._BANDINGS``; for the others the worker answers at once): loaded in this
         process it would cost scipy's memory and stall the reactor."""
-        adopt = getattr(self.dedup.method, "adopt", None)
-        if adopt is None:
-            return
+        adopt = self.dedup.method.adopt
         future = self.extractor.submit_prepared()
 
         def adopted(done: Any) -> None:

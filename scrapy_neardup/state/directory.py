@@ -253,16 +253,15 @@ class StateDirectory:
         the crawl runs: the state commits by itself only as it is written, and the requests
         done wait for a sync to be written."""
         from scrapy import signals
-        from scrapy.utils.reactor import is_reactor_installed
+
+        from scrapy_neardup.twisted_futures import installed_reactor
 
         if self.crawler is None or not self._opened:
             return
-        if is_reactor_installed():
-            from twisted.internet import reactor
-
-            if reactor.running:
-                self._start_sync_loop()
-                return
+        reactor = installed_reactor()
+        if reactor is not None and reactor.running:
+            self._start_sync_loop()
+            return
         self.crawler.signals.connect(self._start_sync_loop, signal=signals.engine_started)
 
     def _start_sync_loop(self, *args: Any, **kwargs: Any) -> None:

@@ -93,6 +93,7 @@ class RedisState(NearDupState):
     """URL filter, indexes and clusters in Redis under ``{prefix}:neardup:``."""
 
     remote = True
+    dedup: GuardedDeduplicator
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -108,6 +109,7 @@ class RedisState(NearDupState):
             raise ConfigError(
                 "NEARDUP_KEY_PREFIX", prefix, "a prefix without { or } (they make hash tags)"
             )
+        self.key_prefix: str = prefix
         self._client_mod, self._urls_mod, self._index_mod = redis_client, redis_urls, redis_index
         self.errors = redis_client.REDIS_ERRORS
         self.urls = ScalableBloomFilter(config.bloom_capacity, config.bloom_error_rate)
@@ -277,9 +279,9 @@ class RedisState(NearDupState):
         the spider's state)."""
         settings = getattr(self.crawler, "settings", None)
         jobdir = settings.get("JOBDIR") if settings is not None else None
-        return bool(jobdir) and any(
-            (Path(jobdir) / name).exists() for name in ("requests.queue", "spider.state")
-        )
+        if not jobdir:
+            return False
+        return any((Path(jobdir) / name).exists() for name in ("requests.queue", "spider.state"))
 
     def _first_contact(self) -> tuple[int, int]:
         """In the content thread: connect; the URLs and documents Redis holds. A Redis that
@@ -326,11 +328,12 @@ class RedisState(NearDupState):
         outage, and fail-open would crawl all of it unchecked."""
         timeout = self.config.redis_timeout
         deadline = time.monotonic() + timeout
+        failed: tuple[type[BaseException], ...] = (*self.errors, FutureTimeout)
         while True:
             future = self._submit(self._content_thread, self._first_contact)
             try:
                 return future.result(timeout=timeout + 1.0)
-            except (*self.errors, FutureTimeout) as exc:
+            except failed as exc:
                 hung = isinstance(exc, FutureTimeout)  # the thread is still in the call
                 if hung:
                     exc = TimeoutError(f"no answer within {timeout} s")
@@ -529,9 +532,7 @@ class RedisState(NearDupState):
                 verdict = self.dedup.check_direct(written, signed)
             self._heads[given] = verdict.duplicate_of or verdict.key
             if verdict.is_duplicate:
-                self.recorder.late(
-                    Member(verdict.key, verdict.duplicate_of, verdict.method, verdict.similarity)
-                )
+                self.recorder.late(verdict.member())
                 self.inc("neardup/items/reconciled")
                 with self._lock:
                     self._outage_counts["late_items"] += 1
@@ -876,9 +877,7 @@ class RedisState(NearDupState):
                 given, n = repeat_key(key, n), n + 1
         verdict = local.check_signed(given, signed)
         if verdict.is_duplicate:
-            self._member_backlog.append(
-                (key, Member(given, verdict.duplicate_of, verdict.method, verdict.similarity))
-            )
+            self._member_backlog.append((key, verdict.member()))  # verdict.key is given
         else:
             self.inc("neardup/items/unchecked")
             self._doc_backlog.append((key, given, signed, written))

@@ -15,7 +15,7 @@ from typing import Any
 
 from xxhash import xxh3_128_digest
 
-from scrapy_neardup.backends.base import Verifier
+from scrapy_neardup.backends.base import Backend, Verifier
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.memory import MemoryBucketStore
 
@@ -38,7 +38,7 @@ class LSHBloomStore:
 
     def __init__(
         self,
-        codec: Any = None,
+        codec: Backend | None = None,
         window: int = DEFAULT_WINDOW,
         error_rate: float = DEFAULT_ERROR_RATE,
     ) -> None:
@@ -102,8 +102,7 @@ class LSHBloomStore:
         met = False
         # Excerpt keys (backends/excerpts.py) find parts of the window's pages only: two
         # pages that share a paragraph are no copies, so their keys are no bands met.
-        excerpts = getattr(self._codec, "excerpt_keys", None)
-        skip = set(excerpts(signature)) if excerpts is not None else set()
+        skip = set(self._codec.excerpt_keys(signature)) if self._codec is not None else set()
         for bucket in buckets:
             if bucket not in skip:
                 met = self.bloom.add(_fingerprint(bucket)) or met
@@ -117,6 +116,11 @@ class LSHBloomStore:
         """The window's documents, oldest first."""
         for store in reversed(self._stores()):
             yield from store.items()
+
+    def __contains__(self, key: str) -> bool:
+        """Whether ``key`` is in the window (of the older ones, only the bands are kept)."""
+        with self._lock:
+            return any(key in store for store in self._stores())
 
     def __len__(self) -> int:
         """Documents added, the window's and the older ones."""

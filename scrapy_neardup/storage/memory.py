@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from scrapy_neardup.backends.base import Verifier
+from scrapy_neardup.backends.base import Backend, Verifier
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class _Run:
         return len(self.ids)
 
     def keys(self) -> np.ndarray:
-        widths = np.diff(self.cells.astype(np.int64))
+        widths: np.ndarray = np.diff(self.cells.astype(np.int64))  # (numpy 2.4 says timedelta64)
         top = np.repeat(np.arange(1 << self.bits, dtype=np.uint64), widths)
         return (top << self.shift) | self.rest.astype(np.uint64)
 
@@ -142,10 +142,10 @@ class _Run:
         values, wanted = self.rest[at], rest[row]
         left = lo + np.bincount(row, values < wanted, len(query)).astype(np.int64)
         right = left + np.bincount(row, values == wanted, len(query)).astype(np.int64)
-        for row in np.flatnonzero(widths > WIDE).tolist():  # crowded by common keys
-            cell = self.rest[lo[row] : hi[row]]
-            left[row] = lo[row] + np.searchsorted(cell, rest[row], "left")
-            right[row] = lo[row] + np.searchsorted(cell, rest[row], "right")
+        for i in np.flatnonzero(widths > WIDE).tolist():  # crowded by common keys
+            cell = self.rest[lo[i] : hi[i]]
+            left[i] = lo[i] + np.searchsorted(cell, rest[i], "left")
+            right[i] = lo[i] + np.searchsorted(cell, rest[i], "right")
         return left, right
 
 
@@ -292,7 +292,7 @@ class MemoryBucketStore:
     thread, extraction workers only sign), so ``query_and_add`` never interleaves with an add.
     """
 
-    def __init__(self, flush: int = FLUSH, codec: Any = None) -> None:
+    def __init__(self, flush: int = FLUSH, codec: Backend | None = None) -> None:
         """``flush``: postings kept in a dict before they become a sorted run (tests lower
         it); ``codec``: the backend whose ``encode``/``decode`` pack signatures."""
         self._codec = codec
@@ -309,9 +309,7 @@ class MemoryBucketStore:
         self._postings = _Postings(flush)
         # A backend with a Hamming key (SimHash's fingerprint): 8 bytes a document in memory,
         # so that a candidate too many bits away is rejected without reading its signature.
-        self._hamming = getattr(codec, "hamming_key", None)
-        self._limit = getattr(codec, "hamming_limit", 0)
-        self._hamming_keys = _Growing(np.uint64) if self._hamming is not None else None
+        self._hamming_keys = _Growing(np.uint64, 0)  # empty for any other backend
 
     # -- keys ----------------------------------------------------------------------------
 
@@ -357,6 +355,7 @@ class MemoryBucketStore:
             if self._kind[1] is not None:
                 self._sigs = _Growing(self._kind[1], 1 << 12)
         kind, dtype = self._kind
+        packed: np.ndarray | None
         if kind == "array" and isinstance(signature, np.ndarray) and signature.dtype == dtype:
             packed = signature.ravel() if signature.ndim == 1 else None
         elif kind == "bytes" and isinstance(signature, bytes):
@@ -366,17 +365,19 @@ class MemoryBucketStore:
         if packed is None:
             self._objects[doc] = signature
         else:
+            assert self._sigs is not None  # made with the kind that packs
             self._sigs.extend(packed)
         self._sig_ends.append(self._sigs.size if self._sigs is not None else 0)
 
     def _signature(self, doc: int, copy: bool = False) -> Any:
-        if self._file is not None:
+        if self._file is not None and self._codec is not None:  # only a codec makes one
             start = self._sig_ends[doc - 1] if doc else 0
             return self._codec.decode(self._file.read(start, self._sig_ends[doc]))
         found = self._objects.get(doc)
         if found is not None or doc in self._objects:
             return found
         start = self._sig_ends[doc - 1] if doc else 0
+        assert self._sigs is not None and self._kind is not None  # a packed signature
         view = self._sigs.data[start : self._sig_ends[doc]]
         if self._kind[0] == "bytes":
             data = view.tobytes()
@@ -396,7 +397,7 @@ class MemoryBucketStore:
     ) -> list[tuple[str, float]]:
         matches: list[tuple[str, float]] = []
         seen: set[int] = set()
-        near = self._hamming(signature) if self._hamming is not None else None
+        near = self._codec.hamming_key(signature) if self._codec is not None else None
         for docs in self._postings.lookup(buckets, probe):
             for doc in docs:
                 if doc in seen:
@@ -425,8 +426,8 @@ class MemoryBucketStore:
             return matches
 
     def _too_far(self, doc: int, near: int) -> bool:
-        assert self._hamming_keys is not None
-        return (int(self._hamming_keys.data[doc]) ^ near).bit_count() > self._limit
+        assert self._codec is not None  # it gave the keys
+        return (int(self._hamming_keys.data[doc]) ^ near).bit_count() > self._codec.hamming_limit
 
     def add(self, key: str, signature: Any, buckets: list[int]) -> None:
         with self._lock:
@@ -443,8 +444,9 @@ class MemoryBucketStore:
         self._table[slot] = doc
         self._n += 1
         self._pack(doc, signature)
-        if self._hamming_keys is not None:
-            self._hamming_keys.append(self._hamming(signature))
+        hamming = self._codec.hamming_key(signature) if self._codec is not None else None
+        if hamming is not None:
+            self._hamming_keys.append(hamming)
         self._postings.add(doc, buckets)
         if self._n * 10 > len(self._table) * 7:
             self._grow_table()

@@ -249,15 +249,21 @@ def check_meta(
     client.hsetnx(meta, "format", FORMAT)
     client.hsetnx(meta, field, json.dumps(wanted, sort_keys=True))
     found_format, found = client.hmget(meta, ["format", field])
-    if found_format is not None and found_format.decode() != FORMAT:
+    if isinstance(found_format, bytes):
+        found_format = found_format.decode()
+    if found_format is not None and found_format != FORMAT:
         raise StateError(
-            f"Redis keys {{{prefix}}}:neardup:* have format {found_format.decode()}, "
+            f"Redis keys {{{prefix}}}:neardup:* have format {found_format}, "
             f"this release uses {FORMAT}"
         )
-    try:
-        stored = json.loads(found) if found is not None else wanted
-    except ValueError:
-        raise StateError(f"Redis key {meta}, field {field!r}: not JSON ({found[:80]!r})") from None
+    stored = wanted
+    if found is not None:
+        try:
+            stored = json.loads(found)
+        except ValueError:
+            raise StateError(
+                f"Redis key {meta}, field {field!r}: not JSON ({found[:80]!r})"
+            ) from None
     if not isinstance(stored, dict):
         raise StateError(f"Redis key {meta}, field {field!r}: not a JSON object")
     for name, value in wanted.items():

@@ -225,7 +225,8 @@ class RedisBloomFilter:
         return False
 
     def _counts(self) -> dict[str, int]:
-        return {k.decode(): int(v) for k, v in self.client.hgetall(self.hash_key).items()}
+        counts = self.client.hgetall(self.hash_key)
+        return {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in counts.items()}
 
     @property
     def stages(self) -> int:
