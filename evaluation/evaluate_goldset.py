@@ -594,7 +594,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", action="store_true", help="replay the engine, no crawl")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="texts cache (JSON)")
-    parser.add_argument("--out", type=Path, default=None, help="write every run here (JSON; goldset.json in a directory)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write every run here (JSON; goldset.json in a directory)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.max_stories = args.max_stories or QUICK_STORIES
