@@ -130,7 +130,9 @@ def extract_main_text(
 ) -> Extracted:
     """Title and main text of an HTML page; the whole visible text when trafilatura finds none.
     The page's headings (``<h1>``-``<h3>`` outside its navigation) that trafilatura left out
-    come after the title: what a page is about is named there (:func:`_headings`).
+    come after the title: what a page is about is named there (:func:`_headings`). Readers'
+    comments that trafilatura finds come after the main text: they are lines of the page,
+    which a drop must not lose (trafilatura's own default reads them too).
 
     trafilatura's whole cascade by default; ``fast`` skips its comparison with readability
     and jusText (``NEARDUP_EXTRACT_FAST``): a third of its time, as close to the article on
@@ -161,7 +163,7 @@ def extract_main_text(
             doc = trafilatura.bare_extraction(
                 tree,
                 url=url,
-                include_comments=False,
+                include_comments=True,
                 with_metadata=False,
                 deduplicate=False,
                 fast=fast,
@@ -170,6 +172,9 @@ def extract_main_text(
         logger.debug("trafilatura failed on %s: %r", url, exc)
         doc = None
     text = (getattr(doc, "text", None) or "").strip()
+    comments = (getattr(doc, "comments", None) or "").strip()
+    if text and comments:
+        text = f"{text}\n{comments}"
     if text:
         shown = " ".join(f"{title}\n{text}".split())
         missing = [h for h in dict.fromkeys(headings) if h not in shown]

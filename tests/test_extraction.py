@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.extraction import (
     TRIM_ABOVE,
     WORKER_NICENESS,
@@ -62,6 +63,27 @@ SECTIONS_OF_SPANS = (
     "<div><p>Scan to follow this account</p></div></div></div>"
     "<div><div><p>Comment sent</p></div></div></body></html>"
 )
+
+
+def with_comment(comment: str) -> bytes:
+    """:data:`ARTICLE` with a reader's comment under it."""
+    section = f'<div id="comments" class="comments"><p>{comment}</p></div>'
+    return ARTICLE.replace("</article>", f"</article>{section}").encode()
+
+
+def test_readers_comments_are_part_of_the_text_and_keep_a_copy() -> None:
+    """A reader's comment is a line of the page (trafilatura reads it by default): a copy of
+    the article with a comment of its own is kept (it holds more: related), one without is
+    dropped."""
+    comment = "I drove across it this morning and the new surface is much smoother than before."
+    found = extract_main_text(with_comment(comment), "http://example.com/b", "utf-8")
+    assert comment in found.text
+    dedup = Deduplicator("minhash")
+    dedup.check("plain", extract_main_text(ARTICLE.encode(), "http://example.com/a").text)
+    commented = dedup.check("commented", found.text)
+    assert not commented.is_duplicate and commented.related_to == "plain"
+    again = extract_main_text(ARTICLE.encode(), "http://example.com/c").text
+    assert dedup.check("copy", again).is_duplicate
 
 
 def test_an_article_written_as_sections_of_spans_is_read() -> None:

@@ -226,8 +226,9 @@ def main_article(
         f'<time datetime="{date}">{human_date(date)}</time></p>\n'
         f'<div class="story-body">\n{_paras(paragraphs)}\n</div>\n</article>\n'
         f"{tool_html}"
-        '<section id="comments" class="comments"><h4>Comments</h4>'
-        "<p>Comments are closed for this story.</p></section>"
+        # where the story's comments would be (linked as #comments): none yet, so no text
+        # that its print view lacks
+        '<section id="comments" class="comments"></section>'
     )
     amp = f'<link rel="amphtml" href="{escape(amp_href)}">\n' if amp_href else ""
     return main_chrome(title, "article", canonical, main, amp)
@@ -428,7 +429,7 @@ def zh_article(
         f'<time datetime="{date}">{zh_date(date)}</time></p>\n'
         f'<div class="story-body">\n{_paras(paragraphs)}\n</div>\n</article>\n'
         f"{tools}"
-        '<section id="comments" class="comments"><h4>评论</h4><p>本文暂不开放评论。</p></section>'
+        '<section id="comments" class="comments"></section>'
     )
     return zh_chrome(title, "article", canonical, main)
 
