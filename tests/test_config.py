@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 from scrapy.settings import Settings
 
-from scrapy_neardup import settings as settings_table
+from scrapy_neardup import cores as cores_module
 from scrapy_neardup.config import (
     NearDupConfig,
     bool_setting,
     enabled,
     state_dir_from,
 )
+from scrapy_neardup.cores import busy_cores, default_workers
 from scrapy_neardup.exceptions import ConfigError
 from scrapy_neardup.factories import backend_from_config
-from scrapy_neardup.settings import busy_cores, default_workers
 
 
 def config(**values: object) -> NearDupConfig:
@@ -364,8 +364,8 @@ def test_default_workers_are_the_free_cores(monkeypatch, cores, busy, expected) 
     """NEARDUP_WORKERS's default: the cores this process may use, less those busy now
     (rounded); at least 1, at most 8."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
-    monkeypatch.setattr(settings_table, "_busy_measured", None)
-    monkeypatch.setattr(settings_table, "busy_cores", lambda cpus: busy)
+    monkeypatch.setattr(cores_module, "_busy_measured", None)
+    monkeypatch.setattr(cores_module, "busy_cores", lambda cpus: busy)
     assert default_workers() == expected
     assert NearDupConfig.from_settings({}).workers == expected
 
@@ -373,8 +373,8 @@ def test_default_workers_are_the_free_cores(monkeypatch, cores, busy, expected) 
 def test_default_workers_fall_back_on_the_load_average(monkeypatch) -> None:
     """Where /proc/stat cannot be read, the 1-minute load average says what is busy."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(settings_table, "_busy_measured", None)
-    monkeypatch.setattr(settings_table, "_busy_ticks", lambda cpus: None)
+    monkeypatch.setattr(cores_module, "_busy_measured", None)
+    monkeypatch.setattr(cores_module, "_busy_ticks", lambda cpus: None)
     monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 0.5, 0.5))
     assert default_workers() == 1
 
@@ -400,8 +400,8 @@ def test_a_given_worker_count_measures_nothing(monkeypatch) -> None:
     def measured(cpus: set[int]) -> float:
         raise AssertionError("measured although NEARDUP_WORKERS was given")
 
-    monkeypatch.setattr(settings_table, "_busy_measured", None)
-    monkeypatch.setattr(settings_table, "busy_cores", measured)
+    monkeypatch.setattr(cores_module, "_busy_measured", None)
+    monkeypatch.setattr(cores_module, "busy_cores", measured)
     assert NearDupConfig.from_settings({"NEARDUP_WORKERS": 3}).workers == 3
 
 
