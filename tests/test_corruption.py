@@ -78,6 +78,13 @@ def overwrite(at: int, data: bytes) -> Callable[[Path], None]:
     return damage
 
 
+def break_tree_pages(path: Path) -> None:
+    """Every page but the first (the header and the schema) overwritten: whatever the layout
+    of the killed crawl's database, and whichever pages its WAL holds newer copies of, the
+    tables a start reads meet a broken page."""
+    overwrite(4096, b"\xa5" * (path.stat().st_size - 4096))(path)
+
+
 def truncate(path: Path) -> None:
     os.truncate(path, path.stat().st_size // 2)
 
@@ -106,7 +113,7 @@ def old_release_file(path: Path) -> None:
 #: case: (file damaged, relative to the JOBDIR; the damage; what the error says)
 CASES: dict[str, tuple[str, Callable[[Path], None], str]] = {
     "header broken": (STATE_FILE, overwrite(0, b"this is no database at all"), "not a database"),
-    "tree page broken": (STATE_FILE, overwrite(3 * 4096, b"\xa5" * 4096), "malformed"),
+    "tree pages broken": (STATE_FILE, break_tree_pages, "malformed"),
     "truncated": (STATE_FILE, truncate, "truncated: |malformed"),  # what the WAL does not hold
     "trigger added": (
         STATE_FILE,
