@@ -14,6 +14,7 @@ import json
 import re
 import time
 from collections import Counter
+from pathlib import Path
 
 import crawl_runner
 import pytest
@@ -164,18 +165,24 @@ def test_redis_full_mid_crawl_fail_closed_stops_and_the_same_command_fetches_the
 # -- at start ----------------------------------------------------------------------------
 
 
-def test_a_full_redis_at_start_stops_the_start_naming_it(noeviction, server, tmp_path) -> None:
-    noeviction.config_set("maxmemory", 1)
+def refused_start(tmp_path: Path, redis_url: str) -> tuple[str, str]:
+    """A crawl on ``redis_url`` that must not start: (its one "cannot start" line, stderr)."""
     proc = scrapy_crawl(
         tmp_path,
         f"http://127.0.0.1:{closed_port()}/",
         "NEARDUP_STORAGE=redis",
-        f"NEARDUP_REDIS_URL={server.url}",
+        f"NEARDUP_REDIS_URL={redis_url}",
         "NEARDUP_REDIS_TIMEOUT=0.5",
     )
     stderr = finish(proc)
     assert proc.returncode == 1, stderr[-3000:]
     (line,) = [line for line in stderr.splitlines() if "the crawl cannot start" in line]
+    return line, stderr
+
+
+def test_a_full_redis_at_start_stops_the_start_naming_it(noeviction, server, tmp_path) -> None:
+    noeviction.config_set("maxmemory", 1)
+    line, stderr = refused_start(tmp_path, server.url)
     assert "Redis refuses the crawl's calls (OutOfMemoryError: command not allowed" in line, line
     assert "raise maxmemory or free memory" in line
     for noise in NOISE:
@@ -186,16 +193,7 @@ def test_a_read_only_redis_at_start_stops_the_start_naming_it(tmp_path) -> None:
     """A replica (of a primary that is gone: it stays a read-only replica)."""
     replica = RedisServer(tmp_path / "replica", extra=("--replicaof", "127.0.0.1", "1"))
     with replica:
-        proc = scrapy_crawl(
-            tmp_path,
-            f"http://127.0.0.1:{closed_port()}/",
-            "NEARDUP_STORAGE=redis",
-            f"NEARDUP_REDIS_URL={replica.url}",
-            "NEARDUP_REDIS_TIMEOUT=0.5",
-        )
-        stderr = finish(proc)
-    assert proc.returncode == 1, stderr[-3000:]
-    (line,) = [line for line in stderr.splitlines() if "the crawl cannot start" in line]
+        line, _ = refused_start(tmp_path, replica.url)
     assert "Redis refuses the crawl's calls (ReadOnlyError:" in line, line
     assert "use the primary's URL" in line
 

@@ -30,16 +30,16 @@ KEEP = {"NEARDUP_KEEP_TEXT": 20000, "NEARDUP_WORKERS": 1}
 pytestmark = pytest.mark.timeout(180)
 
 
+def run_stats(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy neardup-stats`` with ``args``, run in ``tmp_path``."""
+    return subprocess.run(
+        [*STATS_CMD, *args], capture_output=True, text=True, cwd=tmp_path, env=ENV, timeout=120
+    )
+
+
 def stats_html(tmp_path: Path, *args: str) -> tuple[Path, str]:
     page = tmp_path / "drops.html"
-    proc = subprocess.run(
-        [*STATS_CMD, *args, "--html", str(page)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=ENV,
-        timeout=120,
-    )
+    proc = run_stats(tmp_path, *args, "--html", str(page))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "wrote" in proc.stdout, proc.stdout
     return page, proc.stdout
@@ -112,14 +112,7 @@ def test_page_from_a_jobdir_crawl(jobdir_crawl, tmp_path) -> None:
 
 def test_drops_file_has_a_line_a_drop(jobdir_crawl, tmp_path) -> None:
     jobdir, result = jobdir_crawl
-    proc = subprocess.run(
-        [*STATS_CMD, str(jobdir), "--drops", str(tmp_path / "drops.jsonl")],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=ENV,
-        timeout=120,
-    )
+    proc = run_stats(tmp_path, str(jobdir), "--drops", str(tmp_path / "drops.jsonl"))
     assert proc.returncode == 0 and "12 drops" in proc.stdout, proc.stdout + proc.stderr
     lines = [json.loads(line) for line in (tmp_path / "drops.jsonl").read_text().splitlines()]
     assert {d["dropped"] for d in lines} == {item["url"] for item in result["dropped"]}
@@ -191,14 +184,7 @@ def test_page_from_a_redis_crawl(site, site_url, tmp_path) -> None:
         _, out = stats_html(tmp_path, *where, "--max-drops", "2")
         assert "2 of 12 drops shown" in out
         drops = tmp_path / "drops.jsonl"
-        proc = subprocess.run(
-            [*STATS_CMD, *where, "--drops", str(drops)],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            env=ENV,
-            timeout=120,
-        )
+        proc = run_stats(tmp_path, *where, "--drops", str(drops))
     assert proc.returncode == 0 and "12 drops" in proc.stdout, proc.stdout + proc.stderr
     lines = [json.loads(line) for line in drops.read_text().splitlines()]
     assert {d["dropped"] for d in lines} == {item["url"] for item in result["dropped"]}
