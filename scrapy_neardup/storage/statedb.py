@@ -439,10 +439,6 @@ class StateDB:
         while batch := rows.fetchmany(1 << 16):
             yield [(rest << 64) | (key & low) for key, rest in batch]
 
-    def key_count(self) -> int:
-        self._flush()
-        return int(self._execute("select count(*) from url_keys").fetchone()[0])
-
     def clear_keys(self) -> None:
         self._keys.clear()
         self._recent.clear()
