@@ -90,16 +90,11 @@ def _plain_to_json(request: Request, spider: Any) -> bytes | None:
     if body or any(lazy):
         return None
     data: dict[str, Any] = {"url": url}
-    if callback is not None:
-        name = _method_name(callback, spider)
-        if name is None:
-            return None
-        data["callback"] = name
-    if errback is not None:
-        name = _method_name(errback, spider)
-        if name is None:
-            return None
-        data["errback"] = name
+    for field, func in (("callback", callback), ("errback", errback)):
+        if func is not None:
+            if (name := _method_name(func, spider)) is None:
+                return None
+            data[field] = name
     if meta:
         user = None
         for key, value in meta.items():
