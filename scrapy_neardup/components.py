@@ -17,17 +17,8 @@ __all__ = ["component_enabled"]
 
 
 def component_enabled(settings: Any, setting: str, component: type | str) -> bool:
-    """Whether ``component`` is among the enabled components of ``setting`` (e.g.
-    ``SPIDER_MIDDLEWARES``).
-
-    Args:
-        settings: the crawler's settings.
-        setting: the name of a component dict setting, such as ``"SPIDER_MIDDLEWARES"``.
-        component: the class, or its dotted import path (so a caller need not import it).
-
-    Returns:
-        True when the setting (with its ``_BASE``) enables exactly that class.
-    """
+    """Whether the component dict ``setting`` (``"SPIDER_MIDDLEWARES"``, with its ``_BASE``)
+    enables exactly ``component``: a class, or its dotted path (the caller need not import it)."""
     path = component if isinstance(component, str) else _path(component)
     for entry in build_component_list(settings.getwithbase(setting)):
         try:

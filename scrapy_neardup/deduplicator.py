@@ -218,28 +218,14 @@ def memory_stores(_name: str, codec: Backend) -> BucketStore:
 class Deduplicator:
     """Decides, document by document, what is new and what repeats something seen before.
 
-    Documents with fewer than ``min_tokens`` tokens are matched exactly only (and counted as
-    ``short``): SimHash and MinHash estimates are unreliable on a handful of words. The
-    backend's candidates are verified (:class:`~scrapy_neardup.backends.containment.Verified`):
-    ``decision`` says which rule drops, ``"contained"`` (``contained_words``,
-    ``contained_shingles``) or ``"similar"`` (``similarity``, ``similar_shingles``,
-    ``similar_spots``; with a
-    backend named by a string, its candidate threshold and shingles default to the ones that
-    propose what the rule accepts); ``related`` is the share of a kept document's
-    3-shingles a later one must hold to be recorded as related. ``containment`` (a dict of
-    Verified's keyword arguments) is the older spelling of the same.
-
-    Args:
-        method: the backend: a name in :data:`~scrapy_neardup.backends.BACKENDS` or an
-            instance (the keyword keeps the saved state's name for it).
-        min_tokens: shorter documents are matched exactly only.
-        stores: the store factory of the indexes (memory by default).
-        decision: ``"contained"`` or ``"similar"``; the thresholds after it tune that rule.
-        **params: options of the backend named by ``method``.
-
-    Returns:
-        :meth:`check` returns a :class:`Verdict`: ``duplicate_of`` names the kept document a
-        duplicate repeats, ``related_to``/``near_to`` a kept one beside it.
+    ``method`` is a backend name in :data:`~scrapy_neardup.backends.BACKENDS` (``**params``:
+    its options; its candidate threshold and shingles default to those that propose what
+    ``decision`` accepts) or an instance. Documents of fewer than ``min_tokens`` tokens are
+    matched exactly only (counted as ``short``): estimates are unreliable on a few words.
+    Candidates are verified (:class:`~scrapy_neardup.backends.containment.Verified`) by the
+    ``decision``, ``"contained"`` or ``"similar"``, tuned by the thresholds after it;
+    ``containment`` (Verified's keyword arguments) is their older spelling. :meth:`check`
+    returns a :class:`Verdict`.
 
     Example:
         >>> dedup = Deduplicator("minhash", min_tokens=0)

@@ -31,17 +31,8 @@ class NearDupDupeFilter(RFPDupeFilter):
     Scrapy. Logging and the ``dupefilter/filtered`` stat are Scrapy's own.
 
     Also a scrapy-redis scheduler's ``DUPEFILTER_CLASS`` (:meth:`from_spider`, :meth:`clear`),
-    with ``NEARDUP_STORAGE = "redis"`` so that every process shares the filter.
-
-    Args:
-        state: the crawler's state (:meth:`NearDupState.from_crawler`), which holds the filter.
-        debug: log every filtered request, not only the first (``DUPEFILTER_DEBUG``).
-        fingerprinter: the crawler's ``request_fingerprinter``.
-
-    Example:
-        Set by :class:`~scrapy_neardup.addon.Addon`; by hand::
-
-            DUPEFILTER_CLASS = "scrapy_neardup.NearDupDupeFilter"
+    with ``NEARDUP_STORAGE = "redis"`` so that every process shares the filter. Set by
+    :class:`~scrapy_neardup.addon.Addon`; by hand: ``DUPEFILTER_CLASS``.
     """
 
     def __init__(

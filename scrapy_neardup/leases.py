@@ -1,21 +1,14 @@
 """scrapy-redis's scheduler, losing no request when a worker dies:
 ``SCHEDULER = "scrapy_neardup.leases.LeasingScheduler"``.
 
-scrapy-redis pops a request off the shared queue and forgets it: a worker killed with requests
-in flight loses them, and the shared URL filter keeps every other worker from fetching them
-again. Here a popped request is leased to its worker and stays in Redis until the worker
-acknowledges it, once the engine is done with it (its response through the spider and its
-items through the pipelines; a failed download; a redirect or a retry, queued again) and its
-items are in the feed files (acknowledgements wait for the next sync, every
-``NEARDUP_FLUSH_INTERVAL`` seconds, which also renews the worker's lease). A worker silent
-for ``NEARDUP_LEASE_TIMEOUT`` seconds is dead: the next worker to pop puts its leased
-requests back in the queue, to be fetched again past the URL filter, and an item of theirs
-found a copy of its own URL is delivered again (at least once). Lease times are Redis's
-clock, never the workers'. The engine tells no component when it is done with a request: the
-scheduler watches the engine's slot for it, which is not public API (this is the one place
-that does). Keys beside the queue ``Q``: ``Q:leases`` (ZSET worker -> lease end, ms),
-``Q:leased`` (HASH ``worker:n`` -> ``score data``), ``Q:reclaimed`` (SET of requests put
-back). Rationale: ``docs/design.md#leases``.
+A popped request is leased to its worker and stays in Redis until the worker acknowledges it,
+once the engine is done with it and its items are in the feed files (at the next sync, every
+``NEARDUP_FLUSH_INTERVAL`` seconds, which also renews the lease). A worker silent for
+``NEARDUP_LEASE_TIMEOUT`` seconds (Redis's clock) is dead: the next pop puts its leased
+requests back in the queue, to be fetched again past the URL filter (at least once). The
+scheduler watches the engine's slot, which is not public API (the one place that does).
+Keys beside the queue ``Q``: ``Q:leases``, ``Q:leased``, ``Q:reclaimed``.
+Rationale: ``docs/design.md#leases``.
 """
 
 from __future__ import annotations

@@ -74,16 +74,10 @@ class UrlFilterMiddleware:
     answer is awaited here, before the download. ``dont_filter`` and ``meta["neardup_skip"]``
     are respected. With a state whose checks reach a server (``state.remote``: Redis) the
     methods return a coroutine that awaits them; otherwise they check inline.
+    ``check_canonical`` (``NEARDUP_CHECK_CANONICAL``): check responses too.
 
-    Args:
-        state: the crawler's state (:meth:`NearDupState.from_crawler`).
-        check_canonical: also check the response URL and its ``rel=canonical``
-            (``NEARDUP_CHECK_CANONICAL``).
-
-    Example:
-        Set by :class:`~scrapy_neardup.addon.Addon`; by hand::
-
-            DOWNLOADER_MIDDLEWARES = {"scrapy_neardup.UrlFilterMiddleware": 50}
+    Set by :class:`~scrapy_neardup.addon.Addon`; by hand:
+    ``DOWNLOADER_MIDDLEWARES = {"scrapy_neardup.UrlFilterMiddleware": 50}``.
     """
 
     def __init__(self, state: NearDupState, check_canonical: bool = True) -> None:
@@ -253,13 +247,8 @@ class PageTextMiddleware:
     first is given the page's text: the others are different records of one page, which
     page text cannot tell apart (give them a text field instead).
 
-    Args:
-        state: the crawler's state (:meth:`NearDupState.from_crawler`).
-
-    Example:
-        Set by :class:`~scrapy_neardup.addon.Addon`; by hand::
-
-            SPIDER_MIDDLEWARES = {"scrapy_neardup.PageTextMiddleware": 50}
+    Set by :class:`~scrapy_neardup.addon.Addon`; by hand:
+    ``SPIDER_MIDDLEWARES = {"scrapy_neardup.PageTextMiddleware": 50}``.
     """
 
     def __init__(self, state: NearDupState) -> None:
@@ -363,16 +352,11 @@ class FrontierMiddleware:
     """Tells the :class:`~scrapy_neardup.frontier.Frontier` when a request is done, and
     schedules again, at start, the requests a crashed run had queued.
 
-    A request is done when its response's spider output was consumed to the end and every
-    item in it was scraped, dropped or failed; the frontier then writes it done once the items
-    are durable in the feed files. Sits next to the engine (order 10), so it sees the final
-    output of the spider.
-
-    An item is counted at its end one reactor turn after its signal: Scrapy's FeedExporter
-    writes it into the feed file in its own ``item_scraped`` handler, which has run by then
-    whatever the order of the handlers (Scrapy calls them in connection order, or with
-    asyncio starts them all as tasks of one loop turn), so a request is never done before
-    its items are in the feed files.
+    A request is done when its spider output was consumed to the end and every item in it
+    was scraped, dropped or failed; the frontier writes it done once the items are durable in
+    the feed files. Next to the engine (order 10), it sees the spider's final output. An item
+    ends one reactor turn after its signal, when the FeedExporter's own ``item_scraped``
+    handler has written it, whatever the handlers' order.
     """
 
     def __init__(self, state: NearDupState) -> None:
@@ -554,17 +538,13 @@ LINK_BATCH = 1000
 class LinkBatchMiddleware:
     """With a shared state (Redis): the links of a response checked in one round trip.
 
-    Scrapy's scheduler hands the dupefilter one request at a time, and over Redis that is a
-    round trip per link, tens a page, waited for on the reactor thread. Next to the engine
-    (order 5: after every spider middleware that may still drop a request, so that nothing
-    is recorded that the scheduler would not see), this middleware holds the requests of one
-    spider output back until an item or the end of the output comes (at most
-    :data:`LINK_BATCH`, so the output keeps its order), test-and-sets their keys in one call
-    awaited off the reactor thread, and leaves each answer in its request for the dupefilter:
-    filtering, its log line and ``dupefilter/filtered`` stay Scrapy's. Requests the
-    dupefilter never sees (``dont_filter``, ``neardup_skip``) are left alone; when Redis is
-    unavailable the requests go on unanswered and the dupefilter's outage rules apply. Off
-    (NotConfigured) with a local state, whose checks cost no round trip.
+    The dupefilter gets one request at a time: over Redis a round trip per link, on the
+    reactor thread. Next to the engine (order 5: after every middleware that may still drop
+    a request), this holds the requests of a spider output back until an item or the output's
+    end (at most :data:`LINK_BATCH`, keeping its order), test-and-sets their keys in one call
+    off the reactor thread, and leaves each answer in its request for the dupefilter, which
+    still filters. ``dont_filter`` and ``neardup_skip`` requests are left alone; in an outage
+    requests go on unanswered. Off (NotConfigured) with a local state.
     """
 
     def __init__(self, state: NearDupState) -> None:

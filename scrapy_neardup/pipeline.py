@@ -41,13 +41,8 @@ class NearDupPipeline:
     that is neither text nor convertible by :func:`as_text` (a number, a dict) is counted as
     ``neardup/skipped/bad_text`` and the item kept.
 
-    Args:
-        state: the crawler's state (:meth:`NearDupState.from_crawler`).
-
-    Example:
-        Set by :class:`~scrapy_neardup.addon.Addon`; by hand::
-
-            ITEM_PIPELINES = {"scrapy_neardup.NearDupPipeline": 50}
+    Set by :class:`~scrapy_neardup.addon.Addon`; by hand:
+    ``ITEM_PIPELINES = {"scrapy_neardup.NearDupPipeline": 50}``.
     """
 
     def __init__(self, state: NearDupState) -> None:

@@ -249,45 +249,43 @@ def render_page(
     return "\n".join(out) + "\n"
 
 
+def _pairs(content: dict[str, Any], kind: str, title: str, intro: str, columns: str) -> str:
+    """The section of ``content[kind]``, kept pages each beside a kept one: rows of the item,
+    the other page and the measure (``columns``: their names in a record); "" for none."""
+    pairs = content.get(kind) or []
+    if not pairs:
+        return ""
+    other, measure = columns.split()
+    rows = "".join(
+        f"<tr><td>{_link(r['item'])}</td><td>{_link(r[other])}</td><td>{r[measure]:.3f}</td></tr>"
+        for r in pairs
+    )
+    count = content.get(f"{kind}_count", len(pairs))
+    return (
+        f'<h2 id="{kind}">{title} ({count})</h2><p>{intro}</p><table><tr><th>kept</th>'
+        f"<th>{other}</th><th>{measure}</th></tr>{rows}</table>"
+    )
+
+
 def _related(content: dict[str, Any]) -> str:
     """Kept pages that hold a kept one and more: never dropped for it, listed beside it."""
-    related = content.get("related") or []
-    if not related:
-        return ""
-    rows = "".join(
-        f"<tr><td>{_link(r['item'])}</td><td>{_link(r['holds'])}</td>"
-        f"<td>{r['containment']:.3f}</td></tr>"
-        for r in related
-    )
-    count = content.get("related_count", len(related))
-    return (
-        f'<h2 id="related">Kept beside a page they hold ({count})</h2>'
-        "<p>Each of these holds nearly all of an earlier kept page and substantially more, so "
+    intro = (
+        "Each of these holds nearly all of an earlier kept page and substantially more, so "
         "it was kept, not dropped. Containment: share of the earlier page's word 3-shingles "
-        "in it.</p><table><tr><th>kept</th><th>holds</th><th>containment</th></tr>"
-        f"{rows}</table>"
+        "in it."
     )
+    return _pairs(content, "related", "Kept beside a page they hold", intro, "holds containment")
 
 
 def _near(content: dict[str, Any]) -> str:
     """Kept pages near a kept one by the decision not configured: listed, never hidden."""
-    near = content.get("near") or []
-    if not near:
-        return ""
-    rows = "".join(
-        f"<tr><td>{_link(r['item'])}</td><td>{_link(r['near'])}</td>"
-        f"<td>{r['similarity']:.3f}</td></tr>"
-        for r in near
-    )
-    count = content.get("near_count", len(near))
-    return (
-        f'<h2 id="near">Kept, near a kept page ({count})</h2>'
-        "<p>The decision not configured (<code>NEARDUP_DECISION</code>) would have dropped "
+    intro = (
+        "The decision not configured (<code>NEARDUP_DECISION</code>) would have dropped "
         "each of these for the page beside it; they were kept. Similarity: the word-shingle "
         "Jaccard of the pair (simhash: 1 - distance / 64; cosine: the cosine), or under the "
-        "similar decision, that rule's measure of a page contained in the other.</p>"
-        f"<table><tr><th>kept</th><th>near</th><th>similarity</th></tr>{rows}</table>"
+        "similar decision, that rule's measure of a page contained in the other."
     )
+    return _pairs(content, "near", "Kept, near a kept page", intro, "near similarity")
 
 
 def _figures(summary: dict[str, Any], drops: int, exact: int, lossy: int, shown: int) -> str:

@@ -8,12 +8,11 @@ lets shingles be formed from token hashes without building one string per shingl
 from __future__ import annotations
 
 import logging
-import math
 import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -300,25 +299,6 @@ class Document:
         return [sep.join(units[i : i + n]) for i in range(len(units) - n + 1)]
 
 
-def term_weights(
-    features: Iterable[str], idf: Mapping[str, float] | None = None
-) -> dict[str, float]:
-    """Counts of each feature, times its inverse document frequency when ``idf`` is given.
-
-    Features missing from ``idf`` get the largest idf seen (they are rare by definition).
-    """
-    counts = Counter(features)
-    if idf is None:
-        return dict(counts)
-    default = max(idf.values(), default=1.0)
-    return {f: c * idf.get(f, default) for f, c in counts.items()}
-
-
-def fit_idf(documents: Iterable[Iterable[str]]) -> dict[str, float]:
-    """Smoothed inverse document frequencies, ``log((1 + N) / (1 + df)) + 1``, as scikit-learn."""
-    df: Counter[str] = Counter()
-    n = 0
-    for features in documents:
-        n += 1
-        df.update(set(features))
-    return {f: math.log((1 + n) / (1 + d)) + 1.0 for f, d in df.items()}
+def term_weights(features: Iterable[str]) -> dict[str, float]:
+    """Counts of each feature."""
+    return dict(Counter(features))

@@ -192,15 +192,10 @@ _DOT_SEGMENT = re.compile(r"/\.\.?(?:/|$)")
 def _plain_canonical(url: str, rules: _Rules, strip_trailing_slash: bool) -> str | None:
     """:func:`canonical_url` of a plain URL (:data:`_PLAIN_URL`, no dot segment), else None.
 
-    Our own, because the URL filter runs for every request in the reactor's thread, and
-    w3lib parses, unquotes and quotes again every part of every URL (``bench_urlfilter.py``
-    compares the two; most URLs are plain). It does what
-    w3lib does to such a URL (host lower-cased, an empty path made "/", the query's pairs
-    sorted, "=" added to a pair without one, the fragment dropped), then the cleanups of
-    :func:`_w3lib_canonical`, and gives its output to the character (tests/test_urls.py
-    compares both on generated URLs): the canonical form, and every fingerprint saved
-    before, stay the same. A URL parser such as ada-url would not: it normalises by the
-    WHATWG rules, not w3lib's."""
+    Our own, because the URL filter runs for every request on the reactor thread and w3lib
+    parses, unquotes and quotes every part of every URL (``bench_urlfilter.py``). Its output
+    is w3lib's plus the cleanups, to the character (tests/test_urls.py), so saved fingerprints
+    stay valid; a WHATWG parser such as ada-url would not give that."""
     match = _PLAIN_URL.fullmatch(url)
     if match is None:
         return None

@@ -41,7 +41,7 @@ def test_keys_documents_and_requests_survive_a_reopen(tmp_path) -> None:
     db.put_text("a", "the text")
     db.close()
     db = read_only(tmp_path / STATE_FILE)
-    assert db.key_count() == 1000 and db.has_key(fp(999))
+    assert sum(map(len, db.url_keys())) == 1000 and db.has_key(fp(999))
     assert [head for _, head in db.heads()] == [HeadRecord("a", b"exact", None, 3)]
     assert list(db.relations()) == [("member", "b", "a", "minhash", 0.9)]
     assert db.requests() == [(1, fp(1), b"\x01{}")]

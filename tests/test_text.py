@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
@@ -14,7 +13,6 @@ from scrapy_neardup.text import (
     Document,
     ShingleSpec,
     cjk_ratio,
-    fit_idf,
     hash_tokens,
     normalize,
     shingle_hashes,
@@ -285,29 +283,3 @@ def test_shingle_spec_validates_on_construction() -> None:
 def test_term_weights_counts() -> None:
     assert term_weights(["a", "b", "a", "a"]) == {"a": 3, "b": 1}
     assert term_weights([]) == {}
-
-
-def test_term_weights_with_idf_and_unknown_features() -> None:
-    idf = {"common": 1.0, "rare": 3.0}
-    weights = term_weights(["common", "common", "rare", "unseen"], idf)
-    assert weights == {"common": 2.0, "rare": 3.0, "unseen": 3.0}  # unseen gets the largest
-    assert term_weights(["x"], {}) == {"x": 1.0}
-
-
-def test_fit_idf_is_smoothed_and_counts_documents_not_occurrences() -> None:
-    docs = [["a", "a", "b"], ["a", "c"], ["a"]]
-    idf = fit_idf(docs)
-    n = 3
-    assert idf["a"] == pytest.approx(math.log((1 + n) / (1 + 3)) + 1)  # == 1.0
-    assert idf["b"] == pytest.approx(math.log((1 + n) / (1 + 1)) + 1)
-    assert idf["c"] == idf["b"]
-    assert idf["a"] < idf["b"]
-    assert fit_idf([]) == {}
-    # Generators are fine (read once).
-    assert fit_idf(iter(docs)) == idf
-
-
-def test_idf_weights_favour_rare_features() -> None:
-    docs = [Document(t).tokens for t in ("the cat sat", "the dog ran", "the bird flew")]
-    weights = term_weights(Document("the cat").tokens, fit_idf(docs))
-    assert weights["cat"] > weights["the"] == pytest.approx(1.0)

@@ -1,16 +1,9 @@
 """What every near-duplicate backend provides, and what it needs from storage.
 
-A backend is pure maths: it turns a document into a signature, names the buckets in which a
-similar signature must also appear, and scores two signatures. Where buckets and signatures
-live (memory, Redis) and how a query-then-add is made atomic is the storage layer's job; the
-index in :mod:`scrapy_neardup.deduplicator` joins the two.
-
-A new backend is one module in this package with a class subclassing :class:`Backend` (its
-abstract methods, and the hooks whose defaults do not fit it), one line in ``BACKENDS``
-(``backends/__init__.py``), and one test module whose class subclasses
-``tests/backend_suite.py``'s ``BackendSuite``: memory and Redis storage, saved state, the
-``NEARDUP_BACKEND`` and ``NEARDUP_THRESHOLD`` settings (for a constructor with a
-``threshold``) and the accuracy evaluation then work without another line.
+A backend is pure maths: signature, buckets, score. Storage (memory, Redis) keeps buckets and
+signatures and makes query-then-add atomic; :mod:`scrapy_neardup.deduplicator` joins the two.
+A new backend: a :class:`Backend` subclass in this package, a line in ``BACKENDS``, and a test
+module subclassing ``tests/backend_suite.py``'s ``BackendSuite``.
 """
 
 from __future__ import annotations

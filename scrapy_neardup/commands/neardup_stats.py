@@ -79,39 +79,47 @@ class Command(ScrapyCommand):
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        from scrapy_neardup.config import state_dir_from
-        from scrapy_neardup.report import summarize
-        from scrapy_neardup.storage.statedb import STATE_FILE
+        from scrapy_neardup.report import reset_redis, summarize, summarize_redis
 
-        assert self.settings is not None
-        if opts.redis_url or opts.reset:
-            self._run_redis(args, opts)
-            return
-        if len(args) > 1:
-            raise UsageError("give at most one STATE_DIR")
-        if args:
-            directory = Path(args[0])
-            if (directory / "neardup").is_dir() and not (directory / STATE_FILE).exists():
-                directory = directory / "neardup"  # a JOBDIR was given
-        else:
-            found = state_dir_from(self.settings)
-            if found is None:
-                raise UsageError("no state: give STATE_DIR, or -s JOBDIR=... as for the crawl")
-            directory = found
-        if opts.html or opts.drops:
-            self._write_audit(opts, directory)
-            return
+        where = self._redis_crawl(args, opts) if opts.redis_url or opts.reset else self._dir(args)
         try:
-            summary = summarize(directory, opts.top)
+            if opts.reset:
+                assert isinstance(where, tuple)
+                deleted = reset_redis(*where)
+                print(f"neardup-stats: deleted {deleted} keys of crawl {where[1]!r} in {where[0]}")
+                return
+            if opts.html or opts.drops:
+                self._write_audit(opts, where)
+                return
+            if isinstance(where, Path):
+                summary = summarize(where, opts.top)
+            else:
+                summary = summarize_redis(*where, opts.top)
         except NearDupError as exc:
             print(f"neardup-stats: {exc}")
             self.exitcode = 1
             return
         print(json.dumps(summary, indent=2) if opts.json else _render(summary))
 
-    def _run_redis(self, args: list[str], opts: argparse.Namespace) -> None:
-        from scrapy_neardup.report import reset_redis, summarize_redis
+    def _dir(self, args: list[str]) -> Path:
+        from scrapy_neardup.config import state_dir_from
+        from scrapy_neardup.storage.statedb import STATE_FILE
 
+        if len(args) > 1:
+            raise UsageError("give at most one STATE_DIR")
+        if args:
+            directory = Path(args[0])
+            if (directory / "neardup").is_dir() and not (directory / STATE_FILE).exists():
+                directory = directory / "neardup"  # a JOBDIR was given
+            return directory
+        assert self.settings is not None
+        found = state_dir_from(self.settings)
+        if found is None:
+            raise UsageError("no state: give STATE_DIR, or -s JOBDIR=... as for the crawl")
+        return found
+
+    def _redis_crawl(self, args: list[str], opts: argparse.Namespace) -> tuple[str, str]:
+        """(URL, key prefix) of a crawl shared through Redis."""
         assert self.settings is not None
         if args:
             raise UsageError("give a STATE_DIR or --redis-url, not both")
@@ -123,20 +131,7 @@ class Command(ScrapyCommand):
             raise UsageError(
                 "give --key-prefix: the crawl's NEARDUP_KEY_PREFIX, or its spider's name"
             )
-        try:
-            if opts.reset:
-                deleted = reset_redis(url, prefix)
-                print(f"neardup-stats: deleted {deleted} keys of crawl {prefix!r} in {url}")
-                return
-            if opts.html or opts.drops:
-                self._write_audit(opts, (url, prefix))
-                return
-            summary = summarize_redis(url, prefix, opts.top)
-        except NearDupError as exc:
-            print(f"neardup-stats: {exc}")
-            self.exitcode = 1
-            return
-        print(json.dumps(summary, indent=2) if opts.json else _render(summary))
+        return url, prefix
 
     def _write_audit(self, opts: argparse.Namespace, where: Path | tuple[str, str]) -> None:
         """The --html page and the --drops lines of a state directory, or of a Redis crawl

@@ -68,15 +68,11 @@ def _check_params(capacity: object, error_rate: object, growth: object, tighteni
 class ScalableBloomFilter:
     """Set of URL fingerprints that grows without letting its false-positive rate drift.
 
-    A scalable Bloom filter (Almeida et al., 2007): a chain of rbloom filters. The first
-    holds ``capacity`` items at ``error_rate * (1 - tightening)``; when the newest is full a
-    new one is added with ``growth`` times its capacity and ``tightening`` times its error
-    rate, so the compound false-positive rate stays below ``error_rate`` however many items
-    arrive (no stage is built looser than 0.3: rbloom would give it no hash function). Items
-    go into the newest stage only; lookups check every stage. Items are the 16-byte
-    fingerprints of :func:`url_fingerprint`, used as rbloom's hash as they are (not hashed
-    with ``hash()``, which is salted per process), so a filter rebuilt from the same items
-    answers the same in any process.
+    A scalable Bloom filter (Almeida et al., 2007): a chain of rbloom filters, each new one
+    ``growth`` times larger at ``tightening`` times the error rate (the first at ``error_rate
+    * (1 - tightening)``), so the compound rate stays below ``error_rate``. Items, the 16-byte
+    :func:`url_fingerprint`, are rbloom's hash as they are (``hash()`` is salted per process),
+    so a filter rebuilt from the same items answers the same in any process.
     """
 
     def __init__(

@@ -1,17 +1,11 @@
 """One crawl at a time on a state directory: an exclusive ``flock`` on a file in it.
 
-Two processes writing the same journals and snapshots corrupt them, so a crawl takes
-``LOCK_EX | LOCK_NB`` on ``lock`` in its state directory (and on ``neardup.lock`` in its
-``JOBDIR`` when the state lives elsewhere, as Scrapy's request queue is there) before it reads
-anything, and writes its PID into the file. A second crawl is refused at start with a
-StateError naming the directory and that PID. The kernel releases a ``flock`` when its
-process ends, however it ends, so the lock a crashed or SIGKILLed crawl leaves behind never
-blocks the next start: the file stays, with a stale PID, and is simply locked again.
-
-Within one process a directory may be locked again (states opened one after another, or a
-test that simulates a crash and opens the state again): the lock is counted, and released
-with its last holder. A ``flock`` on NFS may be local to the client; run one crawl per
-directory there.
+A crawl takes ``LOCK_EX | LOCK_NB`` on ``lock`` in its state directory (and on
+``neardup.lock`` in its ``JOBDIR`` when the state lives elsewhere) before it reads anything,
+and writes its PID into the file; a second crawl is refused with a StateError naming the
+directory and that PID. The kernel releases a ``flock`` however its process ends, so a killed
+crawl never blocks the next start. Within one process the lock is counted, and released with
+its last holder. Rationale: ``docs/design.md#directory-lock``.
 """
 
 from __future__ import annotations

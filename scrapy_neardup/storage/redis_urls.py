@@ -1,13 +1,8 @@
 """URL filters in Redis, shared by many crawler processes.
 
-**URL filter.** A scalable Bloom filter like
-:class:`scrapy_neardup.storage.bloom.ScalableBloomFilter` (stage j holds ``capacity *
-growth**j`` URLs at ``error_rate * (1 - tightening) * tightening**j``), its bits in Redis
-bitmaps of at most :data:`CHUNK_BITS` bits per key (far from Redis's 512 MB string limit). The
-client computes the bit positions of every stage (double hashing of the 128-bit URL
-fingerprint); :data:`_BLOOM_LUA` tests and sets a batch of URLs atomically in one EVALSHA and
-starts a new stage when the newest is full. With the RedisBloom module loaded (``MODULE LIST``
-shows ``bf``), ``BF.ADD``/``BF.MADD`` are used instead.
+A scalable Bloom filter like :class:`scrapy_neardup.storage.bloom.ScalableBloomFilter`, its
+bits in Redis bitmaps of at most :data:`CHUNK_BITS` bits per key; :data:`_BLOOM_LUA` tests and
+sets a batch of URLs atomically in one EVALSHA (RedisBloom's ``BF.MADD`` where loaded).
 Rationale: ``docs/design.md#url-filter-in-redis``.
 """
 

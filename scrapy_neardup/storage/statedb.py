@@ -1,15 +1,11 @@
 """A crawl's durable state: one SQLite database (WAL) in its state directory.
 
-Promises: the file holds our tables and nothing else (checked through a read-only connection
-before anything is written: no trigger, view, index or table of anyone else's, so a crafted
-file runs no code and grows only by what the crawl writes; ``trusted_schema`` off, no
-extension loaded); no file of it is followed through a symbolic link; a file that is damaged,
-truncated, of another format or not a database stops the start with a :class:`StateError`
-naming it, and is left as it is. Writes wait in one transaction (URL keys and requests in
-memory first) and a commit takes them all, so a kill leaves what was committed: a request's
-row is never in a later transaction than its URL key or its page's documents. A new file is
-made whole (schema and meta) under another name and renamed into place. It knows nothing of
-Scrapy, nor of what a signature means. Layout and rationale: ``docs/design.md#state-database``.
+Promises: the file holds our tables and nothing else (checked read-only before any write, so a
+crafted file runs no code), and is never followed through a symbolic link; a damaged or
+foreign file stops the start with a :class:`StateError` naming it, left as it is. A commit
+takes every waiting write, so a kill leaves what was committed: a request's row is never in a
+later transaction than its URL key or its page's documents. A new file is made whole and
+renamed into place. Layout and rationale: ``docs/design.md#state-database``.
 """
 
 from __future__ import annotations
@@ -438,10 +434,6 @@ class StateDB:
         low = (1 << 64) - 1
         while batch := rows.fetchmany(1 << 16):
             yield [(rest << 64) | (key & low) for key, rest in batch]
-
-    def key_count(self) -> int:
-        self._flush()
-        return int(self._execute("select count(*) from url_keys").fetchone()[0])
 
     def clear_keys(self) -> None:
         self._keys.clear()
