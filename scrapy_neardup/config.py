@@ -326,6 +326,7 @@ class NearDupConfig:
     redis_on_error: str = field(default_factory=_table("NEARDUP_REDIS_ON_ERROR"))
     redis_timeout: float = field(default_factory=_table("NEARDUP_REDIS_TIMEOUT"))
     lease_timeout: float = field(default_factory=_table("NEARDUP_LEASE_TIMEOUT"))
+    gc_freeze: bool = field(default_factory=_table("NEARDUP_GC_FREEZE"))
     debug: bool = field(default_factory=_table("NEARDUP_DEBUG"))
 
     def backend_kwargs(self) -> dict[str, Any]:

@@ -39,19 +39,38 @@ logger = logging.getLogger(__name__)
 
 
 class _UnparsedPageFilter(logging.Filter):
-    """Leaves out trafilatura's ERROR for a body it cannot parse as HTML (a JSON or plain-text
-    response, a fragment): the plugin counts such pages (``neardup/extract/empty``), and as
-    an ERROR the line would count in Scrapy's ``log_count/ERROR`` when extraction runs in the
-    crawler process (``NEARDUP_WORKERS = 0``)."""
+    """Leaves out trafilatura's ERROR for a body it cannot parse as HTML (a fragment without
+    ``<html>``): the plugin counts such pages (``neardup/extract/empty``), and as an ERROR the
+    line would count in Scrapy's ``log_count/ERROR`` when extraction runs in the crawler
+    process (``NEARDUP_WORKERS = 0``)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith("parsed tree length")
 
 
-if not any(
-    isinstance(f, _UnparsedPageFilter) for f in logging.getLogger("trafilatura.utils").filters
-):
-    logging.getLogger("trafilatura.utils").addFilter(_UnparsedPageFilter())
+_UNPARSED = _UnparsedPageFilter()
+_unparsed_lock = threading.Lock()
+_unparsed_users = 0
+
+
+@contextmanager
+def _unparsed_page_unlogged() -> Iterator[None]:
+    """:class:`_UnparsedPageFilter` on trafilatura's ``trafilatura.utils`` logger while the
+    block runs, in any thread; the logger is left as it was once no thread is in one."""
+    global _unparsed_users
+    trafilatura_utils = logging.getLogger("trafilatura.utils")
+    with _unparsed_lock:
+        _unparsed_users += 1
+        if _unparsed_users == 1:
+            trafilatura_utils.addFilter(_UNPARSED)
+    try:
+        yield
+    finally:
+        with _unparsed_lock:
+            _unparsed_users -= 1
+            if _unparsed_users == 0:
+                trafilatura_utils.removeFilter(_UNPARSED)
+
 
 _EMPTY = ""
 #: The workers' niceness when they are as many as the cores (see :func:`worker_niceness`).
@@ -153,21 +172,21 @@ def extract_main_text(
     try:
         # Parsed once here: the title is read from the tree, and trafilatura's own metadata
         # pass (dates, authors, JSON-LD: about a third of its time) is skipped.
-        tree = load_html(html)
-        if tree is None:
-            doc = None
-        else:
-            title = _title(tree)
-            headings = _headings(tree)
-            _paragraph_sections(tree)
-            doc = trafilatura.bare_extraction(
-                tree,
-                url=url,
-                include_comments=True,
-                with_metadata=False,
-                deduplicate=False,
-                fast=fast,
-            )
+        with _unparsed_page_unlogged():
+            tree = load_html(html)
+        if tree is None:  # not HTML: trafilatura's baseline would not parse it either
+            return Extracted(_EMPTY, "empty")
+        title = _title(tree)
+        headings = _headings(tree)
+        _paragraph_sections(tree)
+        doc = trafilatura.bare_extraction(
+            tree,
+            url=url,
+            include_comments=True,
+            with_metadata=False,
+            deduplicate=False,
+            fast=fast,
+        )
     except Exception as exc:  # trafilatura and lxml raise many things on odd markup
         logger.debug("trafilatura failed on %s: %r", url, exc)
         doc = None
@@ -736,6 +755,8 @@ def _main_module_hidden() -> Iterator[None]:
     """``__main__`` replaced by an empty module while a worker is spawned: spawn would
     otherwise re-run the crawl's script in it (one without an ``if __name__ == "__main__"``
     guard would start a crawl in every worker)."""
+    # Kept: spawn and forkserver alike make the child import ``__main__``'s file, and no
+    # public hook skips that (tests/test_workers.py runs a script without the guard).
     main = sys.modules.get("__main__")
     sys.modules["__main__"] = types.ModuleType("__main__")
     try:

@@ -269,7 +269,8 @@ class PageTextMiddleware:
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """Nothing waits here: the extraction workers start when the first page needs them."""
         self.state.open()
-        freeze_startup_objects()
+        if self.config.gc_freeze:
+            freeze_startup_objects()
         async for obj in start:
             yield obj
 

@@ -226,6 +226,11 @@ _TABLE: tuple[Setting, ...] = (
         "go back to the shared queue (scrapy_neardup.leases.LeasingScheduler).", 1.0, 86400.0,
         low_ok=True,
     ),
+    # the crawl's process
+    Setting(
+        "NEARDUP_GC_FREEZE", bool, True,
+        "Exempt the objects alive at the crawl's start from Python's garbage collector.",
+    ),
     Setting("NEARDUP_DEBUG", bool, False, "Log every duplicate, not only the first."),
 )  # fmt: skip
 

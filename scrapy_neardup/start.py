@@ -7,7 +7,8 @@ exception was never retrieved" (or "Unhandled error in Deferred") with a traceba
 Scrapy's internals around the message. For the errors this package raises on purpose at start
 (:class:`~scrapy_neardup.exceptions.ConfigError`, ``StateError``, ``StorageError``) the
 message is the whole story: :func:`refuse_start` logs it once as an ERROR, and the traceback
-asyncio or Twisted would log for that same exception is left out. The exception still
+asyncio or Twisted would log for that same exception is left out (by a filter on their
+loggers from the refusal until that record, then removed). The exception still
 propagates, so nothing starts and the exit code is Scrapy's own for a failed start.
 """
 
@@ -21,11 +22,12 @@ from scrapy_neardup.exceptions import NearDupError
 
 logger = logging.getLogger(__name__)
 
-#: How many reported errors the log filter remembers (one crawl reports one).
-_REMEMBERED = 32
-_reported: list[str] = []
+#: The loggers whose records about a reported error are left out.
+_LOGGERS = ("asyncio", "twisted")
+#: The errors reported whose asyncio or Twisted record has not come yet (their
+#: :func:`_signature`); the filter is on those loggers only while one is pending.
+_pending: list[str] = []
 _lock = threading.Lock()
-_filter_installed = False
 
 
 def _signature(exc: BaseException) -> str:
@@ -35,19 +37,45 @@ def _signature(exc: BaseException) -> str:
 
 
 class _ReportedErrors(logging.Filter):
-    """Drops the records asyncio and Twisted log about an error already reported."""
+    """Drops the records asyncio and Twisted log about an error already reported: one a
+    refused start (asyncio's "Task exception was never retrieved", or Twisted's "Unhandled
+    error in Deferred" heading and its traceback). Removes itself from both loggers once
+    every reported error's record has come."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, NearDupError):
             # Twisted (Scrapy 2.13's CrawlerProcess) may hand over another instance
-            return not (getattr(exc, "_neardup_reported", False) or _signature(exc) in _reported)
-        if record.name == "twisted" and _reported:
+            signature = _signature(exc)
+            if getattr(exc, "_neardup_reported", False) or signature in _pending:
+                _settled(signature)
+                return False
+            return True
+        if record.name == "twisted" and _pending:
             message = record.getMessage()
             if exc is None and message.strip() == _UNHANDLED:
                 return False  # Twisted's heading of the traceback left out just after it
-            return not any(line in message for line in _reported)
+            for signature in list(_pending):
+                if signature in message:
+                    _settled(signature)
+                    return False
         return True
+
+
+_FILTER = _ReportedErrors()
+
+
+def _settled(signature: str) -> None:
+    """The record about the reported error ``signature`` came: once none is pending, the
+    asyncio and Twisted loggers are left as they were (a new list: the loggers may be
+    running through their filters now)."""
+    with _lock:
+        if signature in _pending:
+            _pending.remove(signature)
+        if not _pending:
+            for name in _LOGGERS:
+                log = logging.getLogger(name)
+                log.filters = [f for f in log.filters if f is not _FILTER]
 
 
 #: The record Twisted logs before the traceback of a Deferred's unhandled error.
@@ -55,18 +83,17 @@ _UNHANDLED = "Unhandled error in Deferred:"
 
 
 def refuse_start(exc: NearDupError) -> None:
-    """Log ``exc`` once as the reason the crawl does not start; the caller re-raises it."""
-    global _filter_installed
+    """Log ``exc`` once as the reason the crawl does not start; the caller re-raises it.
+
+    Until asyncio or Twisted logs the same error (when Scrapy's failed crawl task or
+    Deferred is collected), their loggers carry a filter that leaves that record out."""
     if getattr(exc, "_neardup_reported", False):
         return
     exc._neardup_reported = True  # type: ignore[attr-defined]
     with _lock:
-        _reported.append(_signature(exc))
-        del _reported[:-_REMEMBERED]
-        if not _filter_installed:
-            for name in ("asyncio", "twisted"):
-                logging.getLogger(name).addFilter(_ReportedErrors())
-            _filter_installed = True
+        _pending.append(_signature(exc))
+        for name in _LOGGERS:
+            logging.getLogger(name).addFilter(_FILTER)  # once: addFilter skips a duplicate
     _quiet_twisted_stderr()
     logger.error("scrapy-neardup: the crawl cannot start: %s: %s", type(exc).__name__, exc)
 
@@ -75,7 +102,8 @@ def _quiet_twisted_stderr() -> None:
     """Until logging begins, Twisted writes critical events (a Deferred's unhandled error:
     here, this same error) to stderr itself, with a traceback; Scrapy 2.13's
     ``CrawlerProcess`` never begins it. After a refused start that writer is removed; the
-    events still reach logging, and the filter above."""
+    events still reach logging, and the filter above. Not put back: Twisted would write
+    this same error when it is logged, and the crawl's process is ending."""
     try:
         from twisted.logger import globalLogBeginner, globalLogPublisher
     except ImportError:

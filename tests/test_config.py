@@ -155,6 +155,7 @@ COMMAND_LINE = [
     ("NEARDUP_STATE_DIR", "/tmp/neardup-state", "state_dir", Path("/tmp/neardup-state")),
     ("NEARDUP_FLUSH_INTERVAL", "0", "flush_interval", 0.0),
     ("NEARDUP_FLUSH_INTERVAL", "2.5", "flush_interval", 2.5),
+    ("NEARDUP_GC_FREEZE", "False", "gc_freeze", False),
     ("NEARDUP_DEBUG", "1", "debug", True),
     ("NEARDUP_KEEP_TEXT", "20000", "keep_text", 20000),
     ("NEARDUP_KEEP_TEXT", "0", "keep_text", 0),

@@ -123,6 +123,18 @@ def test_empty_and_binary_bodies_give_no_text(body: bytes) -> None:
     assert extract_main_text(body).how == "empty"
 
 
+def test_a_fragment_is_empty_without_an_error_and_trafilatura_logger_is_left_alone(
+    caplog,
+) -> None:
+    """trafilatura logs an ERROR for markup it does not take for HTML; the plugin counts the
+    page as empty instead, and only silences that line while it parses a page."""
+    trafilatura_utils = logging.getLogger("trafilatura.utils")
+    with caplog.at_level(logging.DEBUG):
+        assert extract_main_text(b"<p>A fragment, not a page.</p>").how == "empty"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert trafilatura_utils.filters == []
+
+
 def test_broken_and_mislabelled_encodings_do_not_raise() -> None:
     latin = ARTICLE.replace("bridge", "brücke").encode("latin-1")
     assert "brücke" not in extract_main_text(latin, None, "utf-8").text  # replaced, not fatal

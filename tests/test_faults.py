@@ -8,6 +8,7 @@ the demo site on loopback or a closed loopback port.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -18,6 +19,10 @@ from pathlib import Path
 
 import pytest
 from crawl_runner import finish
+
+from scrapy_neardup import start
+from scrapy_neardup.exceptions import ConfigError
+from scrapy_neardup.start import refuse_start
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {
@@ -107,6 +112,31 @@ def test_a_jobdir_of_the_previous_release_is_one_message_and_exit_1(tmp_path) ->
     )
     assert line
     assert {path.name: path.read_bytes() for path in state.iterdir()} == before
+
+
+def test_a_refusal_filters_asyncio_and_twisted_only_until_its_record_came(
+    caplog, monkeypatch
+) -> None:
+    """The filter that leaves out asyncio's record of a refused start's error is on the
+    asyncio and Twisted loggers from the refusal until that record, and gone after it."""
+    loggers = [logging.getLogger(name) for name in ("asyncio", "twisted")]
+    # other tests of this process may have refused a start whose record never came
+    monkeypatch.setattr(start, "_pending", [])
+    for log in loggers:
+        monkeypatch.setattr(log, "filters", [])
+    exc = ConfigError("NEARDUP_BACKEND", "bogus", "one of minhash, simhash")
+    with caplog.at_level(logging.ERROR):
+        refuse_start(exc)
+    assert "the crawl cannot start: ConfigError" in caplog.text
+    assert all(len(log.filters) == 1 for log in loggers)
+    unrelated = loggers[0].makeRecord("asyncio", logging.ERROR, __file__, 1, "other", (), None)
+    assert loggers[0].filter(unrelated)
+    never_retrieved = loggers[0].makeRecord(
+        "asyncio", logging.ERROR, __file__, 1, "Task exception was never retrieved", (),
+        (ConfigError, exc, None),
+    )  # fmt: skip
+    assert not loggers[0].filter(never_retrieved)
+    assert [log.filters for log in loggers] == [[], []]
 
 
 # -- two crawls on one JOBDIR ------------------------------------------------------------

@@ -6,13 +6,17 @@ variant in a real crawl, so each stage is pinned down here, one at a time.
 
 from __future__ import annotations
 
+import asyncio
+import gc
+from collections.abc import AsyncIterator
+
 import pytest
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
-from scrapy_neardup.middlewares import UrlFilterMiddleware, find_canonical
+from scrapy_neardup.middlewares import PageTextMiddleware, UrlFilterMiddleware, find_canonical
 
 
 @pytest.fixture
@@ -110,3 +114,24 @@ def test_find_canonical_forms() -> None:
     assert find_canonical(HtmlResponse("https://e.com/", body=body)) == "https://e.com/x%20y"
     body = b'<html><head></head><body><link rel="canonical" href="/late"></body></html>'
     assert find_canonical(HtmlResponse("https://e.com/", body=body)) is None
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_the_start_freezes_the_collector_only_when_asked(freeze: bool) -> None:
+    """``NEARDUP_GC_FREEZE``: ``gc.freeze()`` once at the start, or the collector left alone."""
+    crawler = get_crawler(settings_dict={"NEARDUP_WORKERS": 0, "NEARDUP_GC_FREEZE": freeze})
+    mw = PageTextMiddleware.from_crawler(crawler)
+
+    async def start() -> AsyncIterator[Request]:
+        yield Request("https://example.com/")
+
+    async def run() -> list[Request]:
+        return [r async for r in mw.process_start(start())]
+
+    gc.unfreeze()
+    try:
+        assert len(asyncio.run(run())) == 1
+        assert (gc.get_freeze_count() > 0) is freeze
+    finally:
+        gc.unfreeze()
+        mw.state.close()

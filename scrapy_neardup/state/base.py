@@ -478,7 +478,8 @@ def freeze_startup_objects() -> None:
     the loaded state), yet every full collection walks them all: in a crawl with the plugin
     that blocked the reactor each time (``bench/bench_crawl.py`` measures the stalls).
     :func:`gc.freeze` moves them out of the collector's reach, as CPython's docs suggest
-    for a process's startup objects; objects created later are collected as usual.
+    for a process's startup objects; objects created later are collected as usual. A change
+    to the whole process: called at the crawl's start unless ``NEARDUP_GC_FREEZE`` is off.
     """
     gc.collect()
     gc.freeze()
