@@ -511,16 +511,27 @@ def setting_of(item: str) -> tuple[str, object]:
         return name, value
 
 
-def engine_keyword(setting: str) -> str:
-    """The ``Deduplicator`` keyword of a ``NEARDUP_*`` decision setting (``--engine``)."""
+def engine_options(settings: dict[str, object]) -> dict[str, object]:
+    """The ``Deduplicator`` keywords of ``NEARDUP_*`` settings (``--engine``): the decision's
+    settings, ``NEARDUP_THRESHOLD`` and ``NEARDUP_BACKEND_PARAMS``."""
     from scrapy_neardup.settings import DECISION_SETTINGS
 
-    for keyword, (name, _) in DECISION_SETTINGS.items():
-        if name == setting:
-            return {"coverage": "contained_words", "shingles": "contained_shingles"}.get(
-                keyword, keyword
+    keywords = {name: keyword for keyword, (name, _) in DECISION_SETTINGS.items()}
+    keywords |= {"NEARDUP_CONTAINED_WORDS": "contained_words"}
+    keywords |= {"NEARDUP_CONTAINED_SHINGLES": "contained_shingles"}
+    keywords |= {"NEARDUP_THRESHOLD": "threshold"}
+    options: dict[str, object] = {}
+    for setting, value in settings.items():
+        if setting == "NEARDUP_BACKEND_PARAMS" and isinstance(value, dict):
+            options.update(value)
+        elif setting in keywords:
+            options[keywords[setting]] = value
+        else:
+            raise SystemExit(
+                "evaluate_goldset: --engine takes the decision's settings, NEARDUP_THRESHOLD "
+                f"and NEARDUP_BACKEND_PARAMS, not {setting}"
             )
-    raise SystemExit(f"evaluate_goldset: --engine takes decision settings only, not {setting}")
+    return options
 
 
 def median_spread(values: Sequence[float]) -> tuple[float, float]:
@@ -662,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
         for backend in backends:
             name = ", ".join(["add-on", decision, backend, *args.set])
             if args.engine:
-                options = {engine_keyword(k): v for k, v in extra.items()}
+                options = engine_options(extra)
                 runs = engine_runs(plugin_texts, orders, backend, decision, **options)
                 name += " (engine)"
             else:

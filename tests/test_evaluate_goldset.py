@@ -129,7 +129,17 @@ def test_other_settings_are_read_as_python_literals() -> None:
     assert ev.setting_of("NEARDUP_SIMILARITY_SPOTS=False") == ("NEARDUP_SIMILARITY_SPOTS", False)
     assert ev.setting_of("NEARDUP_SIMILARITY=0.4") == ("NEARDUP_SIMILARITY", 0.4)
     assert ev.setting_of("NEARDUP_BACKEND=simhash") == ("NEARDUP_BACKEND", "simhash")
-    assert ev.engine_keyword("NEARDUP_SIMILARITY_SPOTS") == "similar_spots"
-    assert ev.engine_keyword("NEARDUP_CONTAINED_WORDS") == "contained_words"
+    settings = {
+        "NEARDUP_SIMILARITY_SPOTS": False,
+        "NEARDUP_CONTAINED_WORDS": 0.8,
+        "NEARDUP_THRESHOLD": 0.3,
+        "NEARDUP_BACKEND_PARAMS": {"shingles": "word:2"},
+    }
+    assert ev.engine_options(settings) == {
+        "similar_spots": False,
+        "contained_words": 0.8,
+        "threshold": 0.3,
+        "shingles": "word:2",
+    }
     with pytest.raises(SystemExit, match="NEARDUP_STORAGE"):
-        ev.engine_keyword("NEARDUP_STORAGE")
+        ev.engine_options({"NEARDUP_STORAGE": "files"})
