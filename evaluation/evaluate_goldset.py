@@ -38,7 +38,9 @@ Scored per configuration and order, against the stories:
 * **pairwise P / R / F1** of the clusters the drops make (union-find over ``duplicate_of``),
   and under ``"contained"`` also of drops + near + related (``near_duplicate_of``,
   ``related_to``: what tag mode and ``neardup-stats`` show);
-* **wrong-story drops**: drops whose kept page belongs to another story.
+* **wrong-story drops**: drops whose kept page belongs to another story;
+* **lossy drops**: drops that lose a line, a heading token, an identifier or a number of the
+  page by :mod:`evaluation.line_reading` (which shares no code with the plugin).
 
 Medians over the orders are printed with their spread (largest less smallest). The peers see
 the pages in the same orders, from ``trafilatura.extract()`` of the page as Scrapy decodes it:
@@ -69,7 +71,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -79,6 +81,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import print_table, run_spider, serve_pages  # noqa: E402
+from evaluation import line_reading  # noqa: E402
 from evaluation.evaluate_sites import ALL_BACKENDS  # noqa: E402
 
 DEFAULT_GOLDSET = Path.home() / ".cache" / "scrapy-neardup" / "spotsigs-goldset"
@@ -207,6 +210,7 @@ class Score:
     r_all: float
     f1_all: float
     dropped: int
+    lossy: int = 0  # drops that lose a line, a heading token, an identifier or a number
 
 
 def score(run: Run, stories: Sequence[str]) -> Score:
@@ -225,6 +229,27 @@ def score(run: Run, stories: Sequence[str]) -> Score:
         *pairwise(clusters(n, links), stories),
         len(run.dropped_for),
     )
+
+
+class LineReadings:
+    """Each page read once by :mod:`evaluation.line_reading` (which shares no code with the
+    plugin), to count the drops that lose text."""
+
+    def __init__(self, pages: Sequence[Page]) -> None:
+        self.pages = pages
+        self.read: dict[int, line_reading.Reading] = {}
+
+    def reading(self, i: int) -> line_reading.Reading:
+        if i not in self.read:
+            self.read[i] = line_reading.read(self.pages[i].body)
+        return self.read[i]
+
+    def lossy(self, run: Run) -> int:
+        """How many of the run's drops lose anything the page kept for them lacks."""
+        return sum(
+            line_reading.losses(self.reading(i), self.reading(j)).lossy
+            for i, j in run.dropped_for.items()
+        )
 
 
 # ---------------------------------------------------------------- the crawl
@@ -559,6 +584,7 @@ def row(name: str, scores: list[Score], runs: list[Run], extended: bool) -> list
             cell([s.f1 for s in scores]),
             wrong_cell,
             f"{statistics.median(s.dropped for s in scores):g}",
+            f"{statistics.median(s.lossy for s in scores):g}",
             seconds,
         ]
     ]
@@ -573,12 +599,15 @@ def row(name: str, scores: list[Score], runs: list[Run], extended: bool) -> list
                 "",
                 "",
                 "",
+                "",
             ]
         )
     return rows
 
 
-HEADERS = ["configuration", "copies dropped", "P", "R", "F1", "wrong-story", "drops", "s/run"]
+HEADERS = [
+    "configuration", "copies dropped", "P", "R", "F1", "wrong-story", "drops", "lossy", "s/run",
+]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -645,8 +674,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[list[str]] = []
     record: list[dict] = []
 
+    readings = LineReadings(pages)
+
     def report(name: str, runs: list[Run], extended: bool = False) -> None:
-        scores = [score(run, stories) for run in runs]
+        scores = [replace(score(run, stories), lossy=readings.lossy(run)) for run in runs]
         rows.extend(row(name, scores, runs, extended))
         record.append(
             {
@@ -684,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
         HEADERS,
         rows,
         f"median (spread) over {len(orders)} orders; wrong-story: drops whose kept page is of "
-        "another story",
+        "another story; lossy: drops that lose text by evaluation/line_reading.py",
     )
     if args.out:
         out = args.out / "goldset.json" if args.out.is_dir() else args.out

@@ -383,10 +383,9 @@ def phrases_of(doc: Document) -> Phrases:
 def candidate_params(
     method: str, decision: str, similar_shingles: int | None = None, similar_spots: bool = True
 ) -> dict:
-    """Default parameters of the backend named ``method`` for a decision: for "similar", its
-    :meth:`~scrapy_neardup.backends.base.Backend.similar_candidates`; nothing otherwise."""
-    if decision != "similar":
-        return {}
+    """Default parameters of the backend named ``method``: its
+    :meth:`~scrapy_neardup.backends.base.Backend.similar_candidates`, under either decision
+    (under "contained", a page the "similar" rule would drop is recorded as near)."""
     size = SIMILAR_SHINGLES if similar_shingles is None else similar_shingles
     return BACKENDS.get(method, Backend).similar_candidates(size, similar_spots)
 
