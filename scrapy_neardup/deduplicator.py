@@ -19,17 +19,35 @@ from typing import Any, Protocol
 from scrapy_neardup.backends import DEFAULT_BACKEND, Backend, Match, make_backend
 from scrapy_neardup.backends.base import BucketStore, Verifier
 from scrapy_neardup.backends.containment import (
+    COVERAGE,
+    DECISION,
+    RELATED,
+    SHINGLES,
+    SIMILAR_SHINGLES,
+    SIMILAR_SPOTS,
     Verified,
     candidate_params,
 )
 from scrapy_neardup.backends.exact import ExactBackend
 from scrapy_neardup.exceptions import StateError
-from scrapy_neardup.settings import DECISION_SETTINGS, default
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 
 #: Texts with fewer tokens are matched exactly only (``NEARDUP_MIN_TOKENS``).
-DEFAULT_MIN_TOKENS: int = default("NEARDUP_MIN_TOKENS")
+DEFAULT_MIN_TOKENS = 50
+
+#: The decision's parameters (``Verified.params()["verify"]``), each with the setting that
+#: gives it and its default (the settings table's): a saved state decided with other values
+#: refuses to resume, naming the setting.
+DECISION_SETTINGS: dict[str, tuple[str, Any]] = {
+    "decision": ("NEARDUP_DECISION", DECISION),
+    "coverage": ("NEARDUP_CONTAINED_WORDS", COVERAGE),
+    "shingles": ("NEARDUP_CONTAINED_SHINGLES", SHINGLES),
+    "related": ("NEARDUP_RELATED", RELATED),
+    "similarity": ("NEARDUP_SIMILARITY", None),
+    "similar_shingles": ("NEARDUP_SIMILARITY_SHINGLES", SIMILAR_SHINGLES),
+    "similar_spots": ("NEARDUP_SIMILARITY_SPOTS", SIMILAR_SPOTS),
+}
 
 
 class Index:

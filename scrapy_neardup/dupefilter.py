@@ -8,17 +8,13 @@ from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.deprecate import method_is_overridden
 
 from scrapy_neardup.exceptions import InvalidURL
-from scrapy_neardup.meta import CHECKED_META, FRONTIER_META, RECOVERED_META
+from scrapy_neardup.meta import ANSWERED_META, CHECKED_META, FRONTIER_META, RECOVERED_META
 from scrapy_neardup.state import NearDupState
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
-
-#: ``(url, seen)``: the answer LinkBatchMiddleware got for the request, in one round trip
-#: with the other links of its response; taken here, before the request is queued.
-ANSWERED_META = "_neardup_answered"
 
 
 class NearDupDupeFilter(RFPDupeFilter):

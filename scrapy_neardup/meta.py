@@ -20,5 +20,11 @@ PARENT_META = "_neardup_parent"
 #: Request meta: the lease of a request popped from a shared queue (scrapy_neardup.leases).
 LEASE_META = "_neardup_lease"
 
-#: Every key above: the request codec does not write them (they are set again on re-queue).
+#: Request meta: ``(url, seen)``, the answer LinkBatchMiddleware got for the request in one
+#: round trip with the other links of its response; the dupefilter takes it before the
+#: request is queued.
+ANSWERED_META = "_neardup_answered"
+
+#: Every key above but ANSWERED_META (taken before a request is queued): the request codec
+#: does not write them (they are set again on re-queue).
 INTERNAL_META = frozenset((FRONTIER_META, RECOVERED_META, CHECKED_META, PARENT_META, LEASE_META))

@@ -14,10 +14,15 @@ from scrapy.http import Request, TextResponse
 from scrapy.utils.httpobj import urlparse_cached
 from w3lib.url import safe_url_string
 
-from scrapy_neardup.dupefilter import ANSWERED_META, CHECKED_META
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.extraction import Extracted
-from scrapy_neardup.meta import FRONTIER_META, PARENT_META, RECOVERED_META
+from scrapy_neardup.meta import (
+    ANSWERED_META,
+    CHECKED_META,
+    FRONTIER_META,
+    PARENT_META,
+    RECOVERED_META,
+)
 from scrapy_neardup.state import NearDupState, PageText, PendingPage, freeze_startup_objects
 from scrapy_neardup.state.redis import UncheckedItem
 from scrapy_neardup.twisted_futures import call_soon

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FIRST_LOGGED = 5
+#: Checked by import path, so that this module need not import the middlewares.
+PAGE_TEXT_MIDDLEWARE = "scrapy_neardup.middlewares.PageTextMiddleware"
 
 
 def as_text(value: Any) -> Any:
@@ -224,9 +226,8 @@ class NearDupPipeline:
 def _page_text_enabled(crawler: Crawler) -> bool:
     from scrapy_neardup.components import component_enabled
     from scrapy_neardup.config import bool_setting
-    from scrapy_neardup.middlewares import PageTextMiddleware
 
     settings = crawler.settings
     return bool_setting(settings, "NEARDUP_EXTRACT", True) and component_enabled(
-        settings, "SPIDER_MIDDLEWARES", PageTextMiddleware
+        settings, "SPIDER_MIDDLEWARES", PAGE_TEXT_MIDDLEWARE
     )

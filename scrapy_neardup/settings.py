@@ -1,10 +1,12 @@
 """Every ``NEARDUP_*`` setting, once: its name, type, default, range and a one-line doc.
 
-Promises: this table is the one place a default is written (as Scrapy's
-``default_settings.py`` is); :class:`~scrapy_neardup.config.NearDupConfig` reads and checks
-settings by it, and ``tests/test_settings_table.py`` holds the README's "Supported settings"
-to it. A default computed at start is a zero-argument callable here (``None`` in the README).
-It must not read settings or import Scrapy. Rationale: ``docs/design.md#settings``.
+Promises: this table is the one place every default is found (as Scrapy's
+``default_settings.py`` is; the engine's and the backends' are written there, as they know
+nothing of this table, and named here); :class:`~scrapy_neardup.config.NearDupConfig` reads
+and checks settings by it, and ``tests/test_settings_table.py`` holds the README's
+"Supported settings" to it. A default computed at start is a zero-argument callable here
+(``None`` in the README). It must not read settings or import Scrapy.
+Rationale: ``docs/design.md#settings``.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from typing import Any
 from scrapy_neardup.backends import BACKENDS, DEFAULT_BACKEND
 from scrapy_neardup.backends.containment import (
     COVERAGE,
+    DECISION,
     DECISIONS,
     RELATED,
     SHINGLES,
     SIMILAR_SHINGLES,
+    SIMILAR_SPOTS,
 )
 from scrapy_neardup.cores import default_workers
+from scrapy_neardup.deduplicator import DECISION_SETTINGS, DEFAULT_MIN_TOKENS
 from scrapy_neardup.urls import DEFAULT_STRIP_PARAMS
 
 __all__ = ["DECISION_SETTINGS", "SETTINGS", "Setting", "default", "default_workers"]
@@ -79,7 +84,7 @@ _TABLE: tuple[Setting, ...] = (
         "NEARDUP_BACKEND_PARAMS", dict, {}, "Constructor options of the backend (a dict or JSON)."
     ),
     Setting(
-        "NEARDUP_DECISION", str, "contained", "What drops a page: 'contained' or 'similar'.",
+        "NEARDUP_DECISION", str, DECISION, "What drops a page: 'contained' or 'similar'.",
         choices=DECISIONS,
     ),
     Setting(
@@ -103,11 +108,12 @@ _TABLE: tuple[Setting, ...] = (
         "similar: the word shingle length its similarity is measured on.", 1, 5,
     ),
     Setting(
-        "NEARDUP_SIMILARITY_SPOTS", bool, True,
+        "NEARDUP_SIMILARITY_SPOTS", bool, SIMILAR_SPOTS,
         "similar: pages whose spot signatures match are similar too (reprints).",
     ),
     Setting(
-        "NEARDUP_MIN_TOKENS", int, 50, "Pages with fewer tokens are matched exactly only.", 0
+        "NEARDUP_MIN_TOKENS", int, DEFAULT_MIN_TOKENS,
+        "Pages with fewer tokens are matched exactly only.", 0,
     ),
     Setting(
         "NEARDUP_INDEX", str, "buckets", "'buckets', or 'lshbloom' (minhash, in memory).",
@@ -241,19 +247,3 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in _TABLE}
 def default(name: str) -> Any:
     """The default of setting ``name``, computed now where it is computed."""
     return SETTINGS[name].default_value()
-
-
-#: The decision's parameters (``Verified.params()["verify"]``) and the settings that give
-#: them: a saved state decided with other values refuses to resume, naming the setting.
-DECISION_SETTINGS: dict[str, tuple[str, Any]] = {
-    key: (name, SETTINGS[name].default)
-    for key, name in (
-        ("decision", "NEARDUP_DECISION"),
-        ("coverage", "NEARDUP_CONTAINED_WORDS"),
-        ("shingles", "NEARDUP_CONTAINED_SHINGLES"),
-        ("related", "NEARDUP_RELATED"),
-        ("similarity", "NEARDUP_SIMILARITY"),
-        ("similar_shingles", "NEARDUP_SIMILARITY_SHINGLES"),
-        ("similar_spots", "NEARDUP_SIMILARITY_SPOTS"),
-    )
-}

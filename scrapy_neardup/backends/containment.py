@@ -55,9 +55,13 @@ RELATED = 0.8
 #: ``"similar"`` (the literature's: a similarity of the pair, verified exactly, at least a
 #: threshold; see :class:`Verified`).
 DECISIONS = ("contained", "similar")
+#: The decision by default (``NEARDUP_DECISION``).
+DECISION = "contained"
 #: The "similar" decision's word shingles and Jaccard threshold (evaluation/ACCURACY.md).
 SIMILAR_SHINGLES = 2
 SIMILARITY = 0.35
+#: Whether the "similar" decision's spot rule is on by default (``NEARDUP_SIMILARITY_SPOTS``).
+SIMILAR_SPOTS = True
 BITS_PER_SHINGLE = 10
 MAX_FILTER_BYTES = 131072  # 10 bits a shingle up to ~100k distinct 3-shingles
 MAX_FALSE_POSITIVES = 0.05
@@ -381,7 +385,10 @@ def phrases_of(doc: Document) -> Phrases:
 
 
 def candidate_params(
-    method: str, decision: str, similar_shingles: int | None = None, similar_spots: bool = True
+    method: str,
+    decision: str,
+    similar_shingles: int | None = None,
+    similar_spots: bool = SIMILAR_SPOTS,
 ) -> dict:
     """Default parameters of the backend named ``method``: its
     :meth:`~scrapy_neardup.backends.base.Backend.similar_candidates`, under either decision
@@ -710,13 +717,13 @@ class Verified(Backend):
         self,
         backend: Backend,
         *,
-        decision: str = "contained",
+        decision: str = DECISION,
         coverage: float = COVERAGE,
         shingles: float = SHINGLES,
         related: float = RELATED,
         similarity: float | None = None,
         similar_shingles: int = SIMILAR_SHINGLES,
-        similar_spots: bool = True,
+        similar_spots: bool = SIMILAR_SPOTS,
     ):
         if decision not in DECISIONS:
             raise ValueError(f"decision must be one of {DECISIONS}, got {decision!r}")
@@ -760,14 +767,14 @@ class Verified(Backend):
         # Beyond the parameters of states written before them, only where they differ
         # from their defaults: a state of the default decision reads as it did.
         extra = {
-            "decision": (self.decision, "contained"),
+            "decision": (self.decision, DECISION),
             "shingles": (self.shingles, SHINGLES),
             "similar_shingles": (
                 self.similar_shingles if self._jaccard else SIMILAR_SHINGLES,
                 SIMILAR_SHINGLES,
             ),
             "similarity": (self.similarity_threshold, self._default_similarity),
-            "similar_spots": (self.similar_spots or not self._jaccard, True),
+            "similar_spots": (self.similar_spots or not self._jaccard, SIMILAR_SPOTS),
         }
         verify.update({k: v for k, (v, default) in extra.items() if v != default})
         params = {**self.backend.params(), "verify": verify, "excerpts": self.excerpts.params()}
