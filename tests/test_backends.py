@@ -119,12 +119,7 @@ def test_encodings_are_little_endian() -> None:
             {"k": 6, "lines": 0},
             {"NEARDUP_SIMHASH_K": 6, "NEARDUP_BACKEND_PARAMS": {"lines": 0}},
         ),
-        (
-            "spotsigs",
-            {"anchors": 0},
-            # the index the backend had before it proposed the "similar" rule's candidates
-            {"NEARDUP_BACKEND_PARAMS": {"anchors": 0, "chain": 2}, "NEARDUP_THRESHOLD": 0.5},
-        ),
+        ("spotsigs", {"anchors": 0}, {"NEARDUP_BACKEND_PARAMS": {"anchors": 0}}),
     ],
 )
 def test_a_state_from_before_the_new_defaults_resumes_with_the_old_settings(

@@ -127,19 +127,16 @@ def test_the_decision_is_checked() -> None:
         Verified(make_backend("minhash"), similar_shingles=9)
 
 
-@pytest.mark.parametrize("decision", ["contained", "similar"])
-def test_candidates_default_to_the_similar_rules_shingles(decision) -> None:
-    """Under either decision: under "contained", what the "similar" rule would drop is
-    proposed, verified and recorded as near."""
-    dedup = Deduplicator(decision=decision)
+def test_similar_candidates_default_to_the_rules_shingles() -> None:
+    dedup = Deduplicator(decision="similar")
     assert dedup.method.params()["shingles"] == f"word:{SIMILAR_SHINGLES}"
     assert dedup.method.threshold < SIMILARITY
     # SpotSigs's index finds every pair at the spot rule's Jaccard, over the rule's spots
     spots = Deduplicator("spotsigs", decision="similar").method
     assert (spots.chain, spots.threshold) == (SPOT_CHAIN, SPOT_SIMILARITY)
     assert Deduplicator("spotsigs", decision="similar", similar_spots=False).method.chain == 2
-    # a backend's own parameters win
-    assert Deduplicator(shingles="word:3").method.params()["shingles"] == "word:3"
+    # the default decision keeps the method's defaults
+    assert Deduplicator().method.params()["shingles"] == "word:3"
     assert Deduplicator(decision="similar", threshold=0.5).method.threshold == 0.5
 
 
