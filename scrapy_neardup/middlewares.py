@@ -285,7 +285,8 @@ class PageTextMiddleware:
         given = False
         async for obj in result:
             if (
-                is_item(obj)
+                not isinstance(obj, Request)  # most of a CrawlSpider's output: no is_item()
+                and is_item(obj)
                 and not self._has_text_field(obj)
                 and not response.meta.get("neardup_skip")
             ):

@@ -125,6 +125,17 @@ def test_the_bandings_written_out_are_datasketchs() -> None:
     assert MinHashBackend(threshold=0.45).prepared() == (lsh.b, lsh.r)
 
 
+@pytest.mark.parametrize("decision", ["contained", "similar"])
+def test_the_default_candidates_banding_is_written_out(decision: str) -> None:
+    """The bands a crawl on its defaults uses are known at start: no process imports
+    datasketch (scipy) for them, the crawler's reactor thread least of all."""
+    from scrapy_neardup.deduplicator import Deduplicator
+
+    method = Deduplicator("minhash", decision=decision).method
+    assert isinstance(method, MinHashBackend)
+    assert method._banding is not None
+
+
 @pytest.mark.parametrize("seed", [1, 7, 2**31])
 @pytest.mark.parametrize("num_perm", [16, 128, 1024])
 def test_minhash_permutations_are_datasketchs(num_perm: int, seed: int) -> None:

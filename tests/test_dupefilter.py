@@ -66,6 +66,27 @@ def test_method_and_body_keep_requests_apart() -> None:
     df.close("finished")
 
 
+def test_a_urls_key_is_the_same_from_the_table_of_recent_urls() -> None:
+    """request_key() keeps the keys of recent GETs by URL: the same answer as computed anew,
+    and none for a request the fingerprinter keys otherwise."""
+    from scrapy_neardup.state import base
+
+    df = dupefilter()
+    url = "https://EXAMPLE.com:443/news/a/?y=2&x=1"
+    first = df.request_key(Request(url))
+    assert df.request_key(Request(url)) == first  # from the table
+    assert df.state._url_keys == {Request(url).url: first}
+    post = df.request_key(Request(url, method="POST", body=b"page=1"))
+    assert post != first and len(df.state._url_keys) == 1
+    df.state._url_keys.clear()
+    assert df.request_key(Request(url)) == first  # computed anew
+    for n in range(base.URL_KEYS):  # a full table starts again
+        df.request_key(Request(f"https://example.com/{n}"))
+    assert 0 < len(df.state._url_keys) < base.URL_KEYS
+    assert Request(url).url not in df.state._url_keys
+    df.close("finished")
+
+
 def test_dont_filter_is_the_schedulers_business() -> None:
     """As with Scrapy's RFPDupeFilter, ``request_seen`` ignores ``dont_filter``; Scrapy's
     scheduler never asks the filter about such a request, so it is neither filtered nor

@@ -30,6 +30,7 @@ _S1, _M1, _S2, _M2, _S3 = (np.uint32(v) for v in (16, 0x85EBCA6B, 13, 0xC2B2AE35
 #: computing one imports scipy and integrates, slow and large in the process that asks, on
 #: the way to the first page checked. Other parameters are asked of datasketch.
 _BANDINGS: dict[tuple[float, int], tuple[int, int]] = {
+    (0.2, 64): (32, 2),
     (0.3, 64): (19, 2),
     (0.4, 64): (21, 3),
     (0.5, 64): (16, 4),
@@ -37,6 +38,7 @@ _BANDINGS: dict[tuple[float, int], tuple[int, int]] = {
     (0.7, 64): (10, 6),
     (0.8, 64): (7, 9),
     (0.9, 64): (4, 16),
+    (0.2, 128): (44, 2),
     (0.3, 128): (42, 3),
     (0.4, 128): (32, 4),
     (0.5, 128): (25, 5),
@@ -44,6 +46,7 @@ _BANDINGS: dict[tuple[float, int], tuple[int, int]] = {
     (0.7, 128): (16, 8),
     (0.8, 128): (11, 11),
     (0.9, 128): (6, 20),
+    (0.2, 256): (44, 2),
     (0.3, 256): (59, 3),
     (0.4, 256): (58, 4),
     (0.5, 256): (45, 5),

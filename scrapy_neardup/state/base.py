@@ -43,6 +43,9 @@ logger = logging.getLogger(__name__)
 
 #: Checked by import path, so that this module need not import the Scrapy components.
 FRONTIER_MIDDLEWARE = "scrapy_neardup.middlewares.FrontierMiddleware"
+#: URLs whose key :meth:`NearDupState.request_key` keeps (a site's links recur on every page:
+#: most requests a crawl filters are the same few URLs); the whole table is dropped when full.
+URL_KEYS = 4096
 
 STORAGE_ALIASES = {
     "memory": "scrapy_neardup.state.files.FileState",
@@ -126,6 +129,7 @@ class NearDupState:
         self.stats = stats
         self.crawler = crawler
         self.key_prefix = config.key_prefix or key_prefix
+        self._url_keys: dict[str, bytes] = {}  # a GET's URL -> its key (see request_key)
         self.dedup: Deduplicator
         self.urls: Any
         spec = SignerSpec(
@@ -323,20 +327,29 @@ class NearDupState:
         answer for the request with its canonical URL.
         """
         config = self.config  # the filter's hot path: canonical() inlined
-        canonical = canonical_url(
-            request.url,
-            strip_params=config.strip_params,
-            strip_trailing_slash=config.strip_trailing_slash,
-        )
         if fingerprinter is None:
             fingerprinter = getattr(self.crawler, "request_fingerprinter", None)
-        if fingerprinter is None or (
+        url = request.url
+        plain = fingerprinter is None or (
             type(fingerprinter) is RequestFingerprinter
             and request.method == "GET"
             and not request.body
-        ):
-            return url_fingerprint(canonical)
-        if canonical != request.url:
+        )
+        if plain:
+            key = self._url_keys.get(url)
+            if key is not None:
+                return key
+        canonical = canonical_url(
+            url,
+            strip_params=config.strip_params,
+            strip_trailing_slash=config.strip_trailing_slash,
+        )
+        if plain:
+            if len(self._url_keys) >= URL_KEYS:
+                self._url_keys = {}
+            key = self._url_keys[url] = url_fingerprint(canonical)
+            return key
+        if canonical != url:
             request = request.replace(url=canonical)
         # 0xff never starts UTF-8 text, so these keys never equal a URL's fingerprint.
         return xxh3_128_digest(b"\xff" + fingerprinter.fingerprint(request))

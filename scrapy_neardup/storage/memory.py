@@ -15,6 +15,7 @@ import os
 import tempfile
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,6 +42,9 @@ WIDE = 64
 FACTOR = 8
 #: Signature bytes held in memory before they are written to the signature file.
 TAIL = 1 << 20
+#: Decoded signatures of the latest candidates kept for the next checks: a long kept page is
+#: proposed to many pages, and decoding one again was about a third of a candidate's cost.
+DECODED = 256
 
 
 class _Growing:
@@ -306,6 +310,7 @@ class MemoryBucketStore:
         self._sig_ends = _Growing(np.uint32)
         self._objects: dict[int, Any] = {}
         self._file: _SignatureFile | None = None  # with a codec: the signatures, on disk
+        self._decoded: OrderedDict[int, Any] = OrderedDict()  # doc -> signature, latest last
         self._postings = _Postings(flush)
         # A backend with a Hamming key (SimHash's fingerprint): 8 bytes a document in memory,
         # so that a candidate too many bits away is rejected without reading its signature.
@@ -384,6 +389,21 @@ class MemoryBucketStore:
             return self._codec.decode(data) if self._codec is not None else data
         return view.copy() if copy else view
 
+    def _candidate(self, doc: int) -> Any:
+        """``_signature(doc)`` for a verification, which only reads it: decoded once while it
+        is among the :data:`DECODED` latest candidates (a document's signature never changes
+        once added)."""
+        if self._codec is None:
+            return self._signature(doc)
+        found = self._decoded.get(doc)
+        if found is not None:
+            self._decoded.move_to_end(doc)
+            return found
+        found = self._decoded[doc] = self._signature(doc)
+        if len(self._decoded) > DECODED:
+            self._decoded.popitem(last=False)
+        return found
+
     # -- the BucketStore protocol --------------------------------------------------------
 
     def query(
@@ -406,7 +426,7 @@ class MemoryBucketStore:
                 if near is not None and self._too_far(doc, near):
                     continue
                 key = self._key_bytes(doc).decode()
-                similarity = verify(key, self._signature(doc))
+                similarity = verify(key, self._candidate(doc))
                 if similarity is not None:
                     matches.append((key, similarity))
         return matches
