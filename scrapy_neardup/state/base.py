@@ -12,6 +12,7 @@ thread. It must not import the Scrapy components. Rationale: ``docs/design.md#la
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import time
@@ -44,8 +45,18 @@ logger = logging.getLogger(__name__)
 #: Checked by import path, so that this module need not import the Scrapy components.
 FRONTIER_MIDDLEWARE = "scrapy_neardup.middlewares.FrontierMiddleware"
 #: URLs whose key :meth:`NearDupState.request_key` keeps (a site's links recur on every page:
-#: most requests a crawl filters are the same few URLs); the whole table is dropped when full.
+#: most requests a crawl filters are the same few URLs).
 URL_KEYS = 4096
+
+
+@functools.lru_cache(maxsize=URL_KEYS)
+def _url_key(url: str, strip_params: tuple[str, ...], strip_trailing_slash: bool) -> bytes:
+    """The key of a plain GET of ``url``: its canonical URL's fingerprint."""
+    canonical = canonical_url(
+        url, strip_params=strip_params, strip_trailing_slash=strip_trailing_slash
+    )
+    return url_fingerprint(canonical)
+
 
 STORAGE_ALIASES = {
     "memory": "scrapy_neardup.state.files.FileState",
@@ -129,7 +140,6 @@ class NearDupState:
         self.stats = stats
         self.crawler = crawler
         self.key_prefix = config.key_prefix or key_prefix
-        self._url_keys: dict[str, bytes] = {}  # a GET's URL -> its key (see request_key)
         self.dedup: Deduplicator
         self.urls: Any
         spec = SignerSpec(
@@ -336,19 +346,12 @@ class NearDupState:
             and not request.body
         )
         if plain:
-            key = self._url_keys.get(url)
-            if key is not None:
-                return key
+            return _url_key(url, config.strip_params, config.strip_trailing_slash)
         canonical = canonical_url(
             url,
             strip_params=config.strip_params,
             strip_trailing_slash=config.strip_trailing_slash,
         )
-        if plain:
-            if len(self._url_keys) >= URL_KEYS:
-                self._url_keys = {}
-            key = self._url_keys[url] = url_fingerprint(canonical)
-            return key
         if canonical != url:
             request = request.replace(url=canonical)
         # 0xff never starts UTF-8 text, so these keys never equal a URL's fingerprint.
