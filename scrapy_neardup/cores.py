@@ -52,19 +52,22 @@ def busy_cores(cpus: set[int], seconds: float = BUSY_SAMPLE_S) -> float | None:
     return len(cpus) * (after[0] - before[0]) / (after[1] - before[1])
 
 
+def usable_cpus() -> set[int]:
+    """The CPUs this process may run on (``sched_getaffinity``, which a container's cpuset or
+    ``taskset`` narrows; all of them where it is missing)."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return set(range(os.cpu_count() or 1))
+
+
 def default_workers() -> int:
     """Extraction worker processes when ``NEARDUP_WORKERS`` is unset: the cores this process
-    may run on (``sched_getaffinity``, which a container's cpuset or ``taskset`` narrows)
-    that other work leaves free now (:func:`busy_cores`, rounded; the 1-minute load average
-    where ``/proc/stat`` is missing), at least 1 and at most :data:`MAX_DEFAULT_WORKERS`.
-
-    Measured now, not from the load average: that one decays over minutes, and counts a job
-    that just ended (a crawl run right after another started one worker on two idle cores).
+    may run on (:func:`usable_cpus`) that other work leaves free now (:func:`busy_cores`,
+    rounded; the 1-minute load average where ``/proc/stat`` is missing), at least 1 and at
+    most :data:`MAX_DEFAULT_WORKERS`. Why not the load average: ``docs/design.md#extraction``.
     """
-    try:
-        cpus = set(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cpus = set(range(os.cpu_count() or 1))
+    cpus = usable_cpus()
     global _busy_measured
     now = time.monotonic()
     if (

@@ -7,6 +7,7 @@ lets shingles be formed from token hashes without building one string per shingl
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -15,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +30,6 @@ _WORD_RE = re.compile(r"\w+")
 _WORD_CHARS_RE = re.compile(r"[\W_]+")
 
 _jieba_lock = threading.Lock()
-_jieba = None
 
 
 def normalize(text: str) -> str:
@@ -43,18 +44,20 @@ def cjk_ratio(text: str) -> float:
     return len(_CJK_RE.findall(text)) / letters if letters else 0.0
 
 
-def _segmenter():
-    """jieba, imported and initialised once, on first use, without its console chatter."""
-    global _jieba
-    if _jieba is None:
-        with _jieba_lock:
-            if _jieba is None:
-                import jieba
+@functools.cache
+def _segmenter() -> Any:
+    """jieba, imported and initialised on first use. Its logger is quiet while it loads its
+    dictionary (the lines every worker would print), and as it was afterwards."""
+    import jieba
 
-                jieba.setLogLevel(logging.WARNING)
-                jieba.initialize()
-                _jieba = jieba
-    return _jieba
+    with _jieba_lock:
+        level = jieba.default_logger.level
+        jieba.setLogLevel(logging.WARNING)
+        try:
+            jieba.initialize()
+        finally:
+            jieba.setLogLevel(level)
+    return jieba
 
 
 def tokenize(text: str) -> list[str]:

@@ -10,16 +10,10 @@ from pathlib import Path
 import pytest
 
 from scrapy_neardup.deduplicator import Deduplicator
-from scrapy_neardup.extraction import (
-    TRIM_ABOVE,
-    WORKER_NICENESS,
-    Extractor,
-    PageLimitError,
-    SignerSpec,
-    _rss,
-    extract_main_text,
-    worker_niceness,
-)
+from scrapy_neardup.extraction import Extractor, PageLimitError, SignerSpec
+from scrapy_neardup.main_text import extract_main_text
+from scrapy_neardup.page_limits import TRIM_ABOVE, rss
+from scrapy_neardup.workers import WORKER_NICENESS, worker_niceness
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -97,7 +91,7 @@ def test_only_sections_of_inline_content_are_read_as_paragraphs() -> None:
     real page (Sphinx's autosectionlabel) for a footer, so sections of blocks stay."""
     from trafilatura.utils import load_html
 
-    from scrapy_neardup.extraction import _paragraph_sections
+    from scrapy_neardup.main_text import _paragraph_sections
 
     tree = load_html(
         "<html><body><section id='a'><h2>Usage</h2><p>Text.</p></section>"
@@ -294,10 +288,10 @@ def test_the_crawler_process_adopts_the_minhash_banding_from_its_workers() -> No
 
 def test_a_worker_gives_back_the_memory_of_a_big_page() -> None:
     """A page that grows a worker by tens of MB leaves it near its resting size, not at
-    its peak: the freed heap goes back to the system (extraction.TRIM_ABOVE)."""
+    its peak: the freed heap goes back to the system (page_limits.TRIM_ABOVE)."""
     extractor = Extractor(SignerSpec("minhash", (), 50, 100_000), workers=1)
     try:
-        resting = extractor._submit(_rss).result(120)
+        resting = extractor._submit(rss).result(120)
         paragraphs = "".join(
             f"<div><p>Paragraph {i} says something different about item {i}.</p></div>"
             for i in range(20_000)
@@ -305,7 +299,7 @@ def test_a_worker_gives_back_the_memory_of_a_big_page() -> None:
         page = f"<html><body>{paragraphs}</body></html>".encode()  # about 55 MB in a worker
         extracted, _ = extractor.submit_extract(page, None, "utf-8").result(120)
         assert extracted.text
-        after = extractor._submit(_rss).result(60)
+        after = extractor._submit(rss).result(60)
         assert resting is not None and after is not None
         assert after - resting <= TRIM_ABOVE + 8 * 1024 * 1024
     finally:

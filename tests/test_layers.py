@@ -23,8 +23,9 @@ LAYERS: dict[str, int] = {
     "start": 0,
     "twisted_futures": 0,
     "cores": 0,
-    # text features; canonical URLs
+    # text features; canonical URLs; a page's main text
     "text": 1,
+    "main_text": 1,
     "stopwords": 1,
     "urls": 1,
     # signature maths, candidates and the decision
@@ -34,6 +35,8 @@ LAYERS: dict[str, int] = {
     # the engine, and the workers that extract and sign pages for it
     "deduplicator": 4,
     "extraction": 4,
+    "workers": 4,
+    "page_limits": 4,
     # the recorded frontier, the requests it writes, durable feeds
     "frontier": 5,
     "request_codec": 5,

@@ -211,9 +211,9 @@ def test_a_worker_left_alone_ends_when_its_parent_dies_without_prctl(tmp_path: P
     whose parent was SIGKILLed, on the EOF of the parent's sentinel pipe."""
     script = (
         "import multiprocessing, time\n"
-        "from scrapy_neardup.extraction import _watch\n"
+        "from scrapy_neardup.page_limits import watch\n"
         "if __name__ == '__main__':\n"
-        "    child = multiprocessing.get_context('spawn').Process(target=_watch, args=(0,))\n"
+        "    child = multiprocessing.get_context('spawn').Process(target=watch, args=(0,))\n"
         "    child.start()\n"
         "    print(child.pid, flush=True)\n"
         "    time.sleep(60)\n"
