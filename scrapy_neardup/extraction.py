@@ -20,18 +20,10 @@ from typing import Any
 import xxhash
 from pebble import ProcessPool
 
+from scrapy_neardup import workers as worker
 from scrapy_neardup.main_text import Extracted, extract_main_text
 from scrapy_neardup.page_limits import Deadlines, PageLimitError, limited, task_error
-from scrapy_neardup.workers import (
-    Signer,
-    SignerSpec,
-    WorkerContext,
-    extract_and_sign,
-    init_worker,
-    prepared,
-    sign,
-    worker_niceness,
-)
+from scrapy_neardup.workers import Signer, SignerSpec
 
 __all__ = ["Extracted", "Extractor", "PageLimitError", "SignerSpec", "extract_main_text"]
 
@@ -97,12 +89,12 @@ class Extractor:
         """The worker processes, started (by pebble, with the first task) when first needed."""
         if self._pool is None:
             memory = self.page_memory * 1024 * 1024
-            niceness = worker_niceness(self._workers)
+            niceness = worker.worker_niceness(self._workers)
             self._pool = ProcessPool(
                 self._workers,
-                initializer=init_worker,
+                initializer=worker.init_worker,
                 initargs=(self._signer_factory, memory, niceness),
-                context=WorkerContext(),
+                context=worker.WorkerContext(),
             )
             self._start()
         return self._pool
@@ -141,7 +133,7 @@ class Extractor:
     def submit_extract(self, body: bytes, url: str | None, encoding: str | None) -> Future:
         """A future of ``(Extracted, signatures or None)``; inline, a failure raises here."""
         if self._workers:
-            return self._submit(extract_and_sign, body, url, encoding, self._fast)
+            return self._submit(worker.extract_and_sign, body, url, encoding, self._fast)
         signer, cpu = self._inline(), time.process_time()
         result = signer.extract(body, url, encoding, self._fast)
         self.task_cpu_s += time.process_time() - cpu
@@ -150,11 +142,11 @@ class Extractor:
     def submit_prepared(self) -> Future:
         """A future of what the method prepares (see :meth:`Signer.prepared`), computed in a
         worker so that the crawler process need not load what it takes."""
-        return self._submit(prepared) if self._workers else _done(self._inline().prepared())
+        return self._submit(worker.prepared) if self._workers else _done(self._inline().prepared())
 
     def submit_sign(self, text: str) -> Future:
         """A future of the signatures of ``text``."""
-        return self._submit(sign, text) if self._workers else _done(self._inline()(text))
+        return self._submit(worker.sign, text) if self._workers else _done(self._inline()(text))
 
     def timing(self) -> dict[str, float]:
         """``workers``; the workers' ``busy_s`` and ``idle_s`` (worker-seconds from the first

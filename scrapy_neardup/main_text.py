@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,30 +41,22 @@ class Extracted:
     title: str = ""
 
 
-def decode_body(body: bytes, encoding: str | None) -> str:
-    """Bytes to text with the response's encoding; undecodable bytes are replaced, never fatal."""
+def decode(body: bytes, encoding: str | None) -> str | None:
+    """``body`` as text in the response's ``encoding`` (undecodable bytes replaced, never
+    fatal), or in UTF-16 where every other byte of its start is NUL (no BOM, no label); None
+    for a binary body (NUL bytes in its first KiB, in neither UTF-16 nor UTF-32)."""
+    head = body[:1024]
+    wide = (encoding or "").lower().replace("_", "-").startswith(("utf-16", "utf-32", "utf16"))
+    if not wide and b"\x00" in head:
+        halves = (("utf-16-le", head[1::2]), ("utf-16-be", head[0::2]))
+        utf16 = [name for name, nuls in halves if nuls.count(0) >= 0.9 * len(nuls)]
+        if len(head) < 64 or not utf16:
+            return None
+        encoding = utf16[0]
     try:
         return body.decode(encoding or "utf-8", errors="replace")
     except LookupError:  # an encoding name Python does not know
         return body.decode("utf-8", errors="replace")
-
-
-def looks_binary(body: bytes, encoding: str | None = None) -> bool:
-    """NUL bytes in the first KiB: an image, a PDF or a compressed blob, not a page (unless
-    the page is in UTF-16 or UTF-32, where NUL bytes are normal)."""
-    wide = (encoding or "").lower().replace("_", "-").startswith(("utf-16", "utf-32", "utf16"))
-    return not wide and b"\x00" in body[:1024]
-
-
-def sniff_utf16(body: bytes) -> str | None:
-    """``utf-16-le``/``-be`` when every other byte of the start is NUL (markup in UTF-16 with
-    neither a BOM nor a label, which HTTP and HTML detection miss), else None."""
-    head = body[:1024]
-    if len(head) >= 64:
-        for encoding, nuls in (("utf-16-le", head[1::2]), ("utf-16-be", head[0::2])):
-            if nuls.count(0) >= 0.9 * len(nuls):
-                return encoding
-    return None
 
 
 def extract_main_text(
@@ -80,23 +70,17 @@ def extract_main_text(
     (``NEARDUP_EXTRACT_FAST``; ``docs/design.md#extraction`` says what it loses)."""
     import trafilatura
     from trafilatura.settings import Document
-    from trafilatura.utils import load_html
 
     if not body.strip():
         return Extracted("", "empty")
-    if looks_binary(body, encoding):
-        encoding = sniff_utf16(body)
-        if encoding is None:
-            return Extracted("", "empty")
-    html = decode_body(body, encoding)
-    if "<" not in html:  # plain text or JSON: no page to read (trafilatura would log an ERROR)
+    html = decode(body, encoding)
+    if html is None or "<" not in html:  # binary, plain text or JSON: no page to read
         return Extracted("", "empty")
     title, headings, text, comments = "", [], "", ""
     try:
         # Parsed once here: the title is read from the tree, and trafilatura's own metadata
         # pass (dates, authors, JSON-LD: about a third of its time) is skipped.
-        with _unparsed_page_unlogged():
-            tree = load_html(html)
+        tree = _load_html(html)
         if tree is None:  # not HTML: trafilatura's baseline would not parse it either
             return Extracted("", "empty")
         title = _title(tree)
@@ -181,34 +165,24 @@ def _joined(title: str, parts: list[str]) -> str:
     return title[start:end].strip()
 
 
-class _UnparsedPageFilter(logging.Filter):
-    """Leaves out trafilatura's ERROR for a body it cannot parse as HTML: the plugin counts
-    such pages (``neardup/extract/empty``), and inline (``NEARDUP_WORKERS = 0``) the line
-    would count in Scrapy's ``log_count/ERROR``."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("parsed tree length")
+_parse_lock = threading.Lock()
 
 
-_UNPARSED = _UnparsedPageFilter()
-_unparsed_lock = threading.Lock()
-_unparsed_users = 0
+def _load_html(html: str) -> Any:
+    """trafilatura's ``load_html`` without its ERROR for a body it cannot parse as HTML: the
+    plugin counts such pages (``neardup/extract/empty``), and inline (``NEARDUP_WORKERS =
+    0``) the line would count in Scrapy's ``log_count/ERROR``. The filter is on trafilatura's
+    logger during this call only (one thread at a time)."""
+    from trafilatura.utils import load_html
 
-
-@contextmanager
-def _unparsed_page_unlogged() -> Iterator[None]:
-    """:class:`_UnparsedPageFilter` on ``trafilatura.utils``'s logger while some thread is in
-    this block; the logger is as it was once none is."""
-    global _unparsed_users
     trafilatura_utils = logging.getLogger("trafilatura.utils")
-    with _unparsed_lock:
-        _unparsed_users += 1
-        if _unparsed_users == 1:
-            trafilatura_utils.addFilter(_UNPARSED)
-    try:
-        yield
-    finally:
-        with _unparsed_lock:
-            _unparsed_users -= 1
-            if _unparsed_users == 0:
-                trafilatura_utils.removeFilter(_UNPARSED)
+    with _parse_lock:
+        trafilatura_utils.addFilter(_parsed)
+        try:
+            return load_html(html)
+        finally:
+            trafilatura_utils.removeFilter(_parsed)
+
+
+def _parsed(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("parsed tree length")

@@ -133,13 +133,6 @@ def rss() -> int | None:
         return None
 
 
-def start_watchdog(memory_limit: int) -> None:
-    """In a worker: :func:`watch` in a daemon thread (``memory_limit`` in bytes, 0: none)."""
-    threading.Thread(
-        target=watch, args=(memory_limit,), name="neardup-watchdog", daemon=True
-    ).start()
-
-
 def warmed_up() -> None:
     """In a worker, once warmed up: its size now is the one :func:`limited` trims back to."""
     global _resting_rss, _malloc_trim
@@ -149,8 +142,8 @@ def warmed_up() -> None:
 
 
 def watch(memory_limit: int) -> None:
-    """The worker's watchdog: ends it when the crawler is gone (the parent sentinel reaches
-    EOF), or when the running task has grown it by more than ``memory_limit`` bytes."""
+    """The worker's watchdog thread: ends the worker when the crawler is gone (the parent
+    sentinel reaches EOF), or when the running task grew it by over ``memory_limit`` bytes."""
     parent = multiprocessing.parent_process()
     if parent is None:  # not started by the pool
         return

@@ -184,36 +184,22 @@ _HAN = re.compile(f"[{HAN_CHARS}]")
 HAN_SHARE = 0.5
 
 
-def han_share(tokens: Sequence[str]) -> float:
-    """Share of ``tokens`` that are Chinese (Han) words."""
-    if not tokens:
-        return 0.0
-    return sum(1 for tok in tokens if not tok.isascii() and _HAN.match(tok)) / len(tokens)
-
-
-def language_coverage(tokens: Sequence[str]) -> dict[str, float]:
-    """Share of ``tokens`` in each language's stopword list."""
-    if not tokens:
-        return {}
-    counts = Counter(tokens)
-    words = counts.keys()
-    return {
-        lang: sum(counts[w] for w in words & lw.stopwords) / len(tokens)
-        for lang, lw in LANGUAGES.items()
-    }
-
-
 def guess_language(tokens: Sequence[str], languages: Iterable[str] | None = None) -> str | None:
     """Chinese by script, else the language (of ``languages``, default all) whose stopwords
     cover most tokens, or None below :data:`MIN_COVERAGE`. Ties go to the earlier language
     of :data:`LANGUAGES`, so the guess is deterministic."""
     allowed = LANGUAGES.keys() if languages is None else set(languages)
-    if "zh" in allowed and han_share(tokens) > HAN_SHARE:
-        return "zh"
-    coverage = language_coverage(tokens)
+    if not tokens:
+        return None
+    if "zh" in allowed:
+        han = sum(1 for tok in tokens if not tok.isascii() and _HAN.match(tok))
+        if han / len(tokens) > HAN_SHARE:
+            return "zh"
+    counts = Counter(tokens)
     best, best_share = None, MIN_COVERAGE
-    for lang in LANGUAGES:
-        share = coverage.get(lang, 0.0)
-        if lang in allowed and share >= best_share and (best is None or share > best_share):
+    for lang in [lang for lang in LANGUAGES if lang in allowed]:
+        words = counts.keys() & LANGUAGES[lang].stopwords
+        share = sum(counts[w] for w in words) / len(tokens)
+        if share >= best_share and (best is None or share > best_share):
             best, best_share = lang, share
     return best

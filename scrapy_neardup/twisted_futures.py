@@ -65,7 +65,7 @@ class LoopHandle:
         """The loop running the crawl in this thread, or None (a script, a test)."""
         reactor = installed_reactor()
         if reactor is not None:
-            return cls(reactor=reactor) if getattr(reactor, "running", False) else None
+            return cls(reactor=reactor) if reactor.running else None
         try:
             return cls(loop=asyncio.get_running_loop())
         except RuntimeError:
@@ -74,7 +74,7 @@ class LoopHandle:
     @property
     def running(self) -> bool:
         if self.reactor is not None:
-            return bool(getattr(self.reactor, "running", False))
+            return bool(self.reactor.running)
         return self.loop is not None and self.loop.is_running() and not self.loop.is_closed()
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:

@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import types
 from collections.abc import Callable
 from contextlib import suppress
@@ -96,7 +97,9 @@ def init_worker(
     _die_with_parent()
     if niceness:
         os.nice(niceness)
-    page_limits.start_watchdog(memory_limit)
+    threading.Thread(
+        target=page_limits.watch, args=(memory_limit,), name="neardup-watchdog", daemon=True
+    ).start()
     _signer = signer_factory()
     try:
         _signer.extract(WARM_UP_PAGE, None, "utf-8")
@@ -105,20 +108,20 @@ def init_worker(
     page_limits.warmed_up()
 
 
+# The tasks, run in a worker with its signer.
+
+
 def extract_and_sign(
     body: bytes, url: str | None, encoding: str | None, fast: bool
 ) -> tuple[Extracted, Any]:
-    """Task: :meth:`Signer.extract` with the worker's signer."""
     return _signer.extract(body, url, encoding, fast)
 
 
 def sign(text: str) -> Any:
-    """Task: ``text`` signed by the worker's signer."""
     return _signer(text)
 
 
 def prepared() -> Any:
-    """Task: :meth:`Signer.prepared` of the worker's signer."""
     return _signer.prepared()
 
 
