@@ -7,7 +7,6 @@ lets shingles be formed from token hashes without building one string per shingl
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 import threading
@@ -15,7 +14,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -44,7 +43,7 @@ def cjk_ratio(text: str) -> float:
     return len(_CJK_RE.findall(text)) / letters if letters else 0.0
 
 
-@functools.cache
+@cache
 def _segmenter() -> Any:
     """jieba, imported and initialised on first use. Its logger is quiet while it loads its
     dictionary (the lines every worker would print), and as it was afterwards."""

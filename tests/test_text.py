@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -78,6 +80,23 @@ def test_tokenize_english_words_digits_and_underscores() -> None:
 def test_tokenize_other_scripts_without_jieba() -> None:
     assert tokenize("наши герои знают толк") == ["наши", "герои", "знают", "толк"]
     assert tokenize("café naïve über") == ["café", "naïve", "über"]
+
+
+JIEBA_LOGGER_SCRIPT = """
+import jieba
+from scrapy_neardup.text import tokenize
+assert tokenize("我们今天去北京大学参加会议")
+print(jieba.default_logger.level)
+"""
+
+
+def test_jieba_is_quiet_while_it_loads_and_its_logger_left_as_it_was() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", JIEBA_LOGGER_SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["10"]  # jieba's own level, DEBUG
+    assert "prefix dict" not in out.stderr
 
 
 def test_tokenize_chinese_with_jieba() -> None:
