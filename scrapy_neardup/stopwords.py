@@ -15,11 +15,9 @@ from dataclasses import dataclass
 
 from scrapy_neardup.text import HAN_CHARS
 
+#: The wordfreq release the lists of the other languages were derived from (by the rule of
+#: tests/test_spotsigs_languages.py's ``derive``, ``docs/design.md#spotsigs``).
 WORDFREQ_VERSION = "3.1.1"
-ANTECEDENT_COVERAGE = 0.316
-STOPWORD_COVERAGE = 0.438
-MAX_ANTECEDENTS = 40
-MAX_STOPWORDS = 150
 # English prose has ~0.4 of its tokens in its stopword list, other languages' prose about as
 # much, a list of links or a table well under 0.1: below this share no language is chosen.
 MIN_COVERAGE = 0.1
@@ -55,7 +53,7 @@ CHINESE_STOPWORDS = CHINESE_ANTECEDENTS | frozenset(
     "我 你 他 她 它 之 于 以 上 下 中 个 不 没有 很 还 又 要 会 能 可以 所以 因为 如果 等".split()
 )
 
-# derive(lang) with wordfreq 3.1.1: the antecedents, then the other stopwords, by frequency.
+# Derived with wordfreq 3.1.1: the antecedents, then the other stopwords, by frequency.
 _DERIVED = {
     "de": (
         "die der und in das ich ist nicht zu den von mit es ein auf für im sie eine sich auch "
@@ -153,28 +151,6 @@ LANGUAGES: dict[str, LanguageWords] = {
         for lang, (ante, rest) in _DERIVED.items()
     },
 }
-
-
-def derive(lang: str) -> tuple[list[str], list[str]]:
-    """(antecedents, further stopwords) of ``lang`` from wordfreq, most frequent first: the
-    rule that made the lists above (see the module docstring)."""
-    import wordfreq
-
-    from scrapy_neardup.text import normalize, tokenize
-
-    words: list[str] = []
-    for word in wordfreq.top_n_list(lang, 1000):
-        norm = normalize(word)
-        if word.isalpha() and tokenize(norm) == [norm] and norm not in words:
-            words.append(norm)
-    covered, n_ante = 0.0, 0
-    for n, word in enumerate(words, 1):
-        covered += wordfreq.word_frequency(word, lang)
-        if not n_ante and (covered >= ANTECEDENT_COVERAGE or n == MAX_ANTECEDENTS):
-            n_ante = n
-        if n_ante and (covered >= STOPWORD_COVERAGE or n == MAX_STOPWORDS):
-            return words[:n_ante], words[n_ante:n]
-    raise ValueError(f"wordfreq's list of {lang!r} is too short")
 
 
 # Han characters (not kana, not hangul): jieba's tokens of a Chinese text begin with one.

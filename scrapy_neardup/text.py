@@ -1,8 +1,7 @@
 """Text features: normalisation, tokens (jieba for CJK), shingles and weights.
 
-Pure functions over strings; nothing here knows Scrapy or storage. Features are returned as
-64-bit hashes (numpy ``uint64``) because every backend ends up hashing them anyway and numpy
-lets shingles be formed from token hashes without building one string per shingle.
+Pure functions over strings; nothing here knows Scrapy or storage. Features are 64-bit
+hashes (numpy ``uint64``): ``docs/design.md#layers`` says why.
 """
 
 from __future__ import annotations

@@ -18,10 +18,9 @@ from scrapy_neardup.stopwords import (
     ENGLISH_STOPWORDS,
     LANGUAGES,
     WORDFREQ_VERSION,
-    derive,
     guess_language,
 )
-from scrapy_neardup.text import Document
+from scrapy_neardup.text import Document, normalize, tokenize
 
 PARAGRAPHS = {
     "de": "Alle Menschen sind frei und gleich an Würde und Rechten geboren. Sie sind mit Vernunft "
@@ -229,6 +228,33 @@ def test_params_name_the_lists() -> None:
         SpotSigsBackend(languages=("en", "xx"))
     with pytest.raises(ValueError):
         SpotSigsBackend(languages=())
+
+
+ANTECEDENT_COVERAGE = 0.316
+STOPWORD_COVERAGE = 0.438
+MAX_ANTECEDENTS = 40
+MAX_STOPWORDS = 150
+
+
+def derive(lang: str) -> tuple[list[str], list[str]]:
+    """(antecedents, further stopwords) of ``lang`` from wordfreq, most frequent first: the
+    rule that made the lists of :mod:`scrapy_neardup.stopwords` (``docs/design.md#spotsigs``):
+    the words that cover the share of running text the English lists cover."""
+    import wordfreq
+
+    words: list[str] = []
+    for word in wordfreq.top_n_list(lang, 1000):
+        norm = normalize(word)
+        if word.isalpha() and tokenize(norm) == [norm] and norm not in words:
+            words.append(norm)
+    covered, n_ante = 0.0, 0
+    for n, word in enumerate(words, 1):
+        covered += wordfreq.word_frequency(word, lang)
+        if not n_ante and (covered >= ANTECEDENT_COVERAGE or n == MAX_ANTECEDENTS):
+            n_ante = n
+        if n_ante and (covered >= STOPWORD_COVERAGE or n == MAX_STOPWORDS):
+            return words[:n_ante], words[n_ante:n]
+    raise ValueError(f"wordfreq's list of {lang!r} is too short")
 
 
 @pytest.mark.skipif(
