@@ -79,7 +79,6 @@ TOKEN_HASH = "poly64-fmix"  # in the params of the methods that use it: saved st
 _POLY = np.uint64(0x100000001B3)  # FNV's 64-bit prime (odd, so P**i never vanishes)
 _LENGTH_MIX = np.uint64(0x9E3779B97F4A7C15)
 _powers: np.ndarray = np.ones(1, dtype=np.uint64)
-_char_table: np.ndarray | None = None
 
 
 def _powers_upto(n: int) -> np.ndarray:
@@ -126,18 +125,16 @@ def hash_tokens(tokens: Sequence[str]) -> np.ndarray:
 _WORD, _CJK_WORD = 1, 2  # and 0 for the rest
 
 
+@cache
 def _char_classes() -> np.ndarray:
     """For each character of the Basic Multilingual Plane: 1 where ``\\w`` matches it
     (``str.isalnum()`` or ``_``, as in CPython's ``re``), 2 for the CJK characters that
     :func:`tokenize` gives to jieba, else 0."""
-    global _char_table
-    if _char_table is None:
-        bmp = "".join(map(chr, range(0x10000)))
-        table = np.fromiter((c.isalnum() or c == "_" for c in bmp), dtype=np.uint8, count=0x10000)
-        cjk = np.frombuffer("".join(_CJK_RE.findall(bmp)).encode("utf-32-le"), dtype="<u4")
-        table[cjk] = _CJK_WORD
-        _char_table = table
-    return _char_table
+    bmp = "".join(map(chr, range(0x10000)))
+    table = np.fromiter((c.isalnum() or c == "_" for c in bmp), dtype=np.uint8, count=0x10000)
+    cjk = np.frombuffer("".join(_CJK_RE.findall(bmp)).encode("utf-32-le"), dtype="<u4")
+    table[cjk] = _CJK_WORD
+    return table
 
 
 def _word_runs(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
