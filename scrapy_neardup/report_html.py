@@ -25,6 +25,8 @@ from typing import Any
 
 from scrapy_neardup.backends.containment import Coverage, lost_passages, text_coverage
 from scrapy_neardup.deduplicator import Member
+from scrapy_neardup.exceptions import StorageError
+from scrapy_neardup.report import Crawl, read_content, read_texts, summary_of
 from scrapy_neardup.storage.texts import redis_key, redis_texts
 from scrapy_neardup.text import CJK_CHARS
 
@@ -112,23 +114,21 @@ def audit(
     members: Iterable[Member], texts: dict[str, str]
 ) -> tuple[list[Audit], dict[str, int], dict[str, str]]:
     """Every drop but exact copies audited, riskiest first; exact copies counted by cluster
-    head; and the texts of the drops and their kept pages (``texts``: the kept texts, at
-    least of :func:`wanted`)."""
+    head; and ``texts``, the kept texts (at least those of :func:`wanted`)."""
     drops = {m.key: m for m in members}
-    wanted = texts
     exact: dict[str, int] = {}
     audits = []
     for m in drops.values():
         if m.method == "exact":
             exact[m.head] = exact.get(m.head, 0) + 1
             continue
-        dropped, kept = wanted.get(m.key), wanted.get(m.head)
+        dropped, kept = texts.get(m.key), texts.get(m.head)
         found = None
         if dropped is not None and kept is not None:
             found = text_coverage(dropped, kept)
         lost = tuple(lost_passages(dropped, found)) if found is not None and dropped else ()
         audits.append(Audit(m, found, lost))
-    return sorted(audits, key=Audit.risk), exact, wanted
+    return sorted(audits, key=Audit.risk), exact, texts
 
 
 def write_drops(path: str | Path, audits: Iterable[Audit], exact: Iterable[Member]) -> int:
@@ -237,8 +237,7 @@ def render_page(
     for a in drops:
         m = a.member
         out.append(_drop(a, anchor[m.key], texts.get(m.head), texts.get(m.key)))
-    out.append(_related(summary["content"]))
-    out.append(_near(summary["content"]))
+    out += [_pairs(summary["content"], kind) for kind in _PAIRS]
     out.append(
         "<footer><p><mark>shared</mark> passage in both texts; <del>only in the kept text</del>"
         "; <ins>only in the dropped text</ins>. Lost: a line, a run of words, or a title "
@@ -249,13 +248,35 @@ def render_page(
     return "\n".join(out) + "\n"
 
 
-def _pairs(content: dict[str, Any], kind: str, title: str, intro: str, columns: str) -> str:
-    """The section of ``content[kind]``, kept pages each beside a kept one: rows of the item,
-    the other page and the measure (``columns``: their names in a record); "" for none."""
+#: The sections of kept pages each beside a kept one: title, intro, the other page's column
+#: and the measure's (their names in a record of ``summary["content"][kind]``).
+_PAIRS = {
+    "related": (
+        "Kept beside a page they hold",
+        "Each of these holds nearly all of an earlier kept page and substantially more, so "
+        "it was kept, not dropped. Containment: share of the earlier page's word 3-shingles "
+        "in it.",
+        "holds",
+        "containment",
+    ),
+    "near": (
+        "Kept, near a kept page",
+        "The decision not configured (<code>NEARDUP_DECISION</code>) would have dropped "
+        "each of these for the page beside it; they were kept. Similarity: the word-shingle "
+        "Jaccard of the pair (simhash: 1 - distance / 64; cosine: the cosine), or under the "
+        "similar decision, that rule's measure of a page contained in the other.",
+        "near",
+        "similarity",
+    ),
+}
+
+
+def _pairs(content: dict[str, Any], kind: str) -> str:
+    """The section of ``content[kind]`` (see :data:`_PAIRS`); "" for none."""
     pairs = content.get(kind) or []
     if not pairs:
         return ""
-    other, measure = columns.split()
+    title, intro, other, measure = _PAIRS[kind]
     rows = "".join(
         f"<tr><td>{_link(r['item'])}</td><td>{_link(r[other])}</td><td>{r[measure]:.3f}</td></tr>"
         for r in pairs
@@ -265,27 +286,6 @@ def _pairs(content: dict[str, Any], kind: str, title: str, intro: str, columns: 
         f'<h2 id="{kind}">{title} ({count})</h2><p>{intro}</p><table><tr><th>kept</th>'
         f"<th>{other}</th><th>{measure}</th></tr>{rows}</table>"
     )
-
-
-def _related(content: dict[str, Any]) -> str:
-    """Kept pages that hold a kept one and more: never dropped for it, listed beside it."""
-    intro = (
-        "Each of these holds nearly all of an earlier kept page and substantially more, so "
-        "it was kept, not dropped. Containment: share of the earlier page's word 3-shingles "
-        "in it."
-    )
-    return _pairs(content, "related", "Kept beside a page they hold", intro, "holds containment")
-
-
-def _near(content: dict[str, Any]) -> str:
-    """Kept pages near a kept one by the decision not configured: listed, never hidden."""
-    intro = (
-        "The decision not configured (<code>NEARDUP_DECISION</code>) would have dropped "
-        "each of these for the page beside it; they were kept. Similarity: the word-shingle "
-        "Jaccard of the pair (simhash: 1 - distance / 64; cosine: the cosine), or under the "
-        "similar decision, that rule's measure of a page contained in the other."
-    )
-    return _pairs(content, "near", "Kept, near a kept page", intro, "near similarity")
 
 
 def _figures(summary: dict[str, Any], drops: int, exact: int, lossy: int, shown: int) -> str:
@@ -354,10 +354,8 @@ def _drop(a: Audit, anchor: str, kept: str | None, dropped: str | None) -> str:
     if kept is not None and dropped is not None:
         left, right = marked(kept, dropped)
     else:
-        left = esc(kept) if kept is not None else '<span class="missing">text not kept</span>'
-        right = (
-            esc(dropped) if dropped is not None else '<span class="missing">text not kept</span>'
-        )
+        missing = '<span class="missing">text not kept</span>'
+        left, right = (missing if t is None else esc(t) for t in (kept, dropped))
     return (
         f'<section class="drop" id="{anchor}"><h3>dropped {_link(member.key)}<br/>'
         f"for kept {_link(member.head)}</h3><p>{' · '.join(figures)}</p>{lost}"
@@ -370,64 +368,38 @@ def _drop(a: Audit, anchor: str, kept: str | None, dropped: str | None) -> str:
 # -- sources ---------------------------------------------------------------------------------
 
 
-def page_for_dir(directory: Path, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
-    """The page for a state directory, and what it shows (``drops``, ``shown``, ``texts``)."""
-    from scrapy_neardup.report import read_content, read_texts, summarize
+def drops_of(crawl: Crawl) -> tuple[list[Member], dict[str, str], bool]:
+    """The drops of a crawl (its state directory, or its Redis URL and key prefix), the kept
+    texts an audit reads (:func:`wanted`), and whether the crawl kept texts at all."""
+    if isinstance(crawl, Path):
+        members = list(read_content(crawl)[2].values())
+        found = read_texts(crawl, wanted(members))
+        return members, found or {}, found is not None
+    from scrapy_neardup.storage import redis_client, redis_index  # the redis extra
 
-    summary = summarize(directory)
-    _, _, members, _, _ = read_content(directory)
-    found = read_texts(directory, _wanted(members.values()))
-    audits, exact, texts = audit(members.values(), found or {})
-    page = render_page(
-        summary, audits, exact, texts, texts_kept=found is not None, max_drops=max_drops
-    )
-    return page, _counts(audits, exact, max_drops)
-
-
-def drops_for_dir(directory: Path, out: str | Path) -> int:
-    """``--drops FILE`` for a state directory: how many drops were written."""
-    from scrapy_neardup.report import read_content, read_texts
-
-    _, _, members, _, _ = read_content(directory)
-    audits, _, _ = audit(members.values(), read_texts(directory, _wanted(members.values())) or {})
-    return write_drops(out, audits, (m for m in members.values() if m.method == "exact"))
-
-
-def _redis_drops(url: str, prefix: str) -> tuple[list[Member], list[Audit], dict, dict, bool]:
-    from scrapy_neardup.exceptions import StorageError
-    from scrapy_neardup.storage import redis_client, redis_index
-
+    url, prefix = crawl
     client = redis_client.connect(url, retries=1)
     try:
         members = [Member(*fields) for fields in redis_index.members(client, prefix)]
-        audits, exact, texts = audit(members, redis_texts(client, prefix, _wanted(members)))
-        texts_kept = bool(client.exists(redis_key(prefix)))
+        texts = redis_texts(client, prefix, wanted(members))
+        return members, texts, bool(client.exists(redis_key(prefix)))
     except redis_client.REDIS_ERRORS as exc:
         raise StorageError(f"cannot read {url}: {exc}") from None
     finally:
         client.close()
-    return members, audits, exact, texts, texts_kept
 
 
-def page_for_redis(url: str, prefix: str, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
-    """The page for a crawl whose state is in Redis under ``{prefix}:neardup:``."""
-    from scrapy_neardup.report import summarize_redis
-
-    summary = summarize_redis(url, prefix)
-    _, audits, exact, texts, texts_kept = _redis_drops(url, prefix)
-    page = render_page(summary, audits, exact, texts, texts_kept=texts_kept, max_drops=max_drops)
-    return page, _counts(audits, exact, max_drops)
-
-
-def drops_for_redis(url: str, prefix: str, out: str | Path) -> int:
-    """``--drops FILE`` for a crawl in Redis: how many drops were written."""
-    members, audits, _, _, _ = _redis_drops(url, prefix)
-    return write_drops(out, audits, (m for m in members if m.method == "exact"))
-
-
-def _counts(audits: list[Audit], exact: dict[str, int], max_drops: int) -> dict[str, int]:
+def page(crawl: Crawl, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
+    """The ``--html`` page of a crawl, and what it shows (``drops``, ``shown``, ``texts``,
+    ``lossy``)."""
+    members, found, texts_kept = drops_of(crawl)
+    audits, exact, texts = audit(members, found)
+    summary = summary_of(crawl)
+    html_page = render_page(
+        summary, audits, exact, texts, texts_kept=texts_kept, max_drops=max_drops
+    )
     shown = audits[:max_drops]
-    return {
+    return html_page, {
         "drops": len(audits) + sum(exact.values()),
         "shown": len(shown),
         "texts": sum(1 for a in shown if a.found is not None),
@@ -435,7 +407,19 @@ def _counts(audits: list[Audit], exact: dict[str, int], max_drops: int) -> dict[
     }
 
 
-def _wanted(members: Iterable[Member]) -> list[str]:
+def page_for_dir(directory: Path, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
+    """:func:`page` of a state directory."""
+    return page(directory, max_drops)
+
+
+def drops(crawl: Crawl, out: str | Path) -> int:
+    """``--drops FILE`` for a crawl: how many drops were written."""
+    members, found, _ = drops_of(crawl)
+    audits, _, _ = audit(members, found)
+    return write_drops(out, audits, (m for m in members if m.method == "exact"))
+
+
+def wanted(members: Iterable[Member]) -> list[str]:
     """The keys whose texts an audit reads: every drop that is not an exact copy, and the
     page it was dropped for."""
     near = [m for m in members if m.method != "exact"]
