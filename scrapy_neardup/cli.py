@@ -5,8 +5,8 @@
 Promises: documents are ``.txt``/``.md`` files, files without a suffix, and the lines of
 ``.jsonl``/``.ndjson`` files (text in ``--text-field``, key from ``url`` or ``id``); each is
 checked by a :class:`~scrapy_neardup.deduplicator.Deduplicator` with the add-on's defaults, in
-a stable order, and the verdicts are printed (``--json``: one JSON object a line). It never
-writes to the folder. Rationale: ``docs/design.md#neardup-cli``.
+a stable order, and the verdicts are printed (``--json``: one JSON object). It never writes
+to the folder. Rationale: ``docs/design.md#neardup-cli``.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ def _guess(data: bytes) -> str | None:
 
 
 def decode(data: bytes) -> str | None:
-    """The text in ``data`` (see the module docstring for the order), or None for binary data."""
+    """The text in ``data``, or None for binary data: by its byte-order mark, else UTF-8, else
+    cp1252 where no two high bytes stand together, else charset-normalizer's guess."""
     for bom, codec in BOMS:
         if data.startswith(bom):
             # A mark is strong evidence of text: a damaged character does not make it binary.
@@ -89,10 +90,6 @@ def decode(data: bytes) -> str | None:
         with contextlib.suppress(UnicodeDecodeError):  # 0x81, 0x8D, 0x8F, 0x90, 0x9D: undefined
             return data.decode("cp1252")
     return _guess(data)
-
-
-def _looks_binary(text: str) -> bool:
-    return len(_CONTROLS.findall(text)) > MAX_CONTROL_SHARE * len(text)
 
 
 @dataclass(frozen=True)
@@ -143,7 +140,7 @@ class Folder:
 
     def _text(self, path: Path) -> tuple[str, str] | Skipped:
         text = decode(path.read_bytes())
-        if text is None or _looks_binary(text):
+        if text is None or len(_CONTROLS.findall(text)) > MAX_CONTROL_SHARE * len(text):
             return Skipped(str(path), "binary")
         if not text.strip():
             return Skipped(str(path), "empty")

@@ -26,8 +26,7 @@ def sync_feeds(crawler: Any) -> None:
     """
     from scrapy.extensions.feedexport import BlockingFeedStorage, FeedExporter
 
-    get_extension = getattr(crawler, "get_extension", None)
-    exporter = get_extension(FeedExporter) if get_extension is not None else None
+    exporter = None if crawler is None else crawler.get_extension(FeedExporter)
     if exporter is None:
         return
     for slot in exporter.slots:

@@ -21,11 +21,12 @@ from scrapy_neardup.exceptions import StateError, StorageError
 from scrapy_neardup.state.directory import OLD_FILES
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.statedb import STATE_FILE, StateDB, read_only
+from scrapy_neardup.storage.texts import redis_key, redis_texts
 
 TOP_CLUSTERS = 10
 #: A crawl's saved state: its state directory, or the URL and key prefix of its Redis.
 Crawl = Path | tuple[str, str]
-Content = tuple[dict[str, Any], set[str], dict[str, Member], dict[str, Member], dict[str, Member]]
+_Content = tuple[dict[str, Any], set[str], dict[str, Member], dict[str, Member], dict[str, Member]]
 
 
 @contextlib.contextmanager
@@ -85,14 +86,7 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
     }
 
 
-def read_content(directory: Path) -> Content:
-    """The content state of a state directory: its meta, kept keys, duplicates, related and
-    near documents (in the order they were recorded), without building an index."""
-    with _reading(directory) as db:
-        return _read_content(db)
-
-
-def _read_content(db: StateDB) -> Content:
+def _read_content(db: StateDB) -> _Content:
     try:
         meta = json.loads(db.meta("content") or "{}")
     except ValueError as exc:
@@ -104,18 +98,48 @@ def _read_content(db: StateDB) -> Content:
     return meta, heads, found["member"], found["related"], found["near"]
 
 
-def read_texts(directory: Path, wanted: list[str]) -> dict[str, str] | None:
-    """The kept texts of the ``wanted`` keys; None when the crawl kept none."""
-    with _reading(directory) as db:
-        return db.texts(wanted) if db.has_texts() else None
+def read_drops(crawl: Crawl) -> tuple[list[Member], dict[str, str], bool]:
+    """The duplicates recorded for a crawl, the kept texts an audit of them reads (of each
+    that is not an exact copy, and of the page it was dropped for), and whether the crawl
+    kept texts at all."""
+    if isinstance(crawl, Path):
+        with _reading(crawl) as db:
+            members = list(_read_content(db)[2].values())
+            kept = db.has_texts()
+            return members, db.texts(_wanted(members)) if kept else {}, kept
+    from scrapy_neardup.storage import redis_index
+
+    url, prefix = crawl
+    with _redis(url, f"cannot read {url}") as client:
+        members = [Member(*fields) for fields in redis_index.members(client, prefix)]
+        texts = redis_texts(client, prefix, _wanted(members))
+        return members, texts, bool(client.exists(redis_key(prefix)))
+
+
+def _wanted(members: list[Member]) -> list[str]:
+    near = [m for m in members if m.method != "exact"]
+    return sorted({m.key for m in near} | {m.head for m in near})
+
+
+@contextlib.contextmanager
+def _redis(url: str, failure: str) -> Iterator[Any]:
+    """A client of the Redis at ``url``; its errors raised as StorageError(``failure``: ...)."""
+    from scrapy_neardup.storage import redis_client  # the redis extra
+
+    client = redis_client.connect(url, retries=1)
+    try:
+        yield client
+    except redis_client.REDIS_ERRORS as exc:
+        raise StorageError(f"{failure}: {exc}") from None
+    finally:
+        client.close()
 
 
 def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str, Any]:
     """The same summary for a crawl whose state is in Redis under ``{prefix}:neardup:``."""
     from scrapy_neardup.storage import redis_client, redis_index, redis_urls
 
-    client = redis_client.connect(url, retries=1)
-    try:
+    with _redis(url, f"cannot read {url}") as client:
         meta_key = f"{redis_client.key_base(prefix)}:meta"
         raw = client.hgetall(meta_key)
         if not raw:
@@ -140,10 +164,6 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
             {"item": key, "original": head, "method": method, "similarity": round(sim, 4)}
             for key, head, method, sim in redis_index.members(client, prefix, "late")
         ]
-    except redis_client.REDIS_ERRORS as exc:
-        raise StorageError(f"cannot read {url}: {exc}") from None
-    finally:
-        client.close()
     seen = info["seen"]
     return {
         "redis": f"{url} prefix {prefix!r}",
@@ -166,13 +186,8 @@ def reset_redis(url: str, prefix: str) -> int:
     """Delete every key of the crawl under ``{prefix}:neardup:``; returns how many."""
     from scrapy_neardup.storage import redis_client
 
-    client = redis_client.connect(url, retries=1)
-    try:
+    with _redis(url, f"cannot reset {prefix!r} in {url}") as client:
         return redis_client.delete_prefix(client, prefix)
-    except redis_client.REDIS_ERRORS as exc:
-        raise StorageError(f"cannot reset {prefix!r} in {url}: {exc}") from None
-    finally:
-        client.close()
 
 
 def _content(

@@ -1,14 +1,10 @@
 """``scrapy neardup-stats --html FILE`` and ``--drops FILE``: audit a crawl's drops.
 
-Promises: every drop is audited by :func:`audit`, with the lossless rule the decision used
-(:func:`~scrapy_neardup.backends.containment.text_coverage`: the same
-:func:`~scrapy_neardup.backends.containment.losses`, exactly, from the kept texts), and listed
-riskiest first:
-by the words it loses, then by its containment; exact copies are counted per cluster. The
-``--html`` page shows each drop's lost passages and both texts side by side (shared passages
-in ``<mark>``, what only one holds in ``<del>``/``<ins>``); ``--drops`` writes one JSON line a
-drop. It reads a state, never writes one, and needs the kept texts (``NEARDUP_KEEP_TEXT``)
-for losses and the side-by-side view. Rationale: ``docs/design.md#audit-page``.
+Promises: every drop but exact copies (counted per cluster) is audited by :func:`audit` with
+the decision's own lossless rule (:func:`~scrapy_neardup.backends.containment.text_coverage`)
+on the kept texts (``NEARDUP_KEEP_TEXT``), and listed riskiest first (by the words it loses,
+then its containment): on a page with both texts side by side, or one JSON line a drop. It
+never writes a state. Rationale: ``docs/design.md#audit-page``.
 """
 
 from __future__ import annotations
@@ -18,6 +14,7 @@ import html
 import json
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +22,7 @@ from typing import Any
 
 from scrapy_neardup.backends.containment import Coverage, lost_passages, text_coverage
 from scrapy_neardup.deduplicator import Member
-from scrapy_neardup.exceptions import StorageError
-from scrapy_neardup.report import Crawl, read_content, read_texts, summary_of
-from scrapy_neardup.storage.texts import redis_key, redis_texts
+from scrapy_neardup.report import Crawl, read_drops, summary_of
 from scrapy_neardup.text import CJK_CHARS
 
 #: Drops shown with their texts unless ``--max-drops`` says otherwise.
@@ -114,20 +109,16 @@ def audit(
     members: Iterable[Member], texts: dict[str, str]
 ) -> tuple[list[Audit], dict[str, int], dict[str, str]]:
     """Every drop but exact copies audited, riskiest first; exact copies counted by cluster
-    head; and ``texts``, the kept texts (at least those of :func:`wanted`)."""
-    drops = {m.key: m for m in members}
-    exact: dict[str, int] = {}
+    head; and ``texts``, the kept texts (those :func:`~scrapy_neardup.report.read_drops` reads)."""
+    drops = {m.key: m for m in members}.values()
     audits = []
-    for m in drops.values():
-        if m.method == "exact":
-            exact[m.head] = exact.get(m.head, 0) + 1
-            continue
+    for m in drops:
         dropped, kept = texts.get(m.key), texts.get(m.head)
-        found = None
-        if dropped is not None and kept is not None:
-            found = text_coverage(dropped, kept)
-        lost = tuple(lost_passages(dropped, found)) if found is not None and dropped else ()
-        audits.append(Audit(m, found, lost))
+        if m.method != "exact":
+            found = None if dropped is None or kept is None else text_coverage(dropped, kept)
+            lost = tuple(lost_passages(dropped, found)) if found is not None and dropped else ()
+            audits.append(Audit(m, found, lost))
+    exact = dict(Counter(m.head for m in drops if m.method == "exact"))
     return sorted(audits, key=Audit.risk), exact, texts
 
 
@@ -308,22 +299,19 @@ def _figures(summary: dict[str, Any], drops: int, exact: int, lossy: int, shown:
 def _clusters(audits: list[Audit], exact: dict[str, int], anchor: dict[str, str]) -> str:
     """Each kept page with what was dropped for it: its exact copies counted, the other
     drops listed (the shown ones linked), largest clusters first."""
-    listed: dict[str, list[Audit]] = {}
+    listed: dict[str, list[Audit]] = {head: [] for head in exact}
     for a in audits:
         listed.setdefault(a.member.head, []).append(a)
-    heads = sorted(
-        set(listed) | set(exact), key=lambda h: (-len(listed.get(h, [])) - exact.get(h, 0), h)
-    )
     rows = []
-    for head in heads:
+    for head in sorted(listed, key=lambda h: (-len(listed[h]) - exact.get(h, 0), h)):
         items = "".join(
             f"<li>{_anchored(a.member.key, anchor)} ({esc(a.member.method)}, "
             f"{a.member.similarity:.3f}{_lost_note(a)})</li>"
-            for a in listed.get(head, [])
+            for a in listed[head]
         )
         if exact.get(head):
             items += f"<li>{exact[head]} exact copies</li>"
-        drops = len(listed.get(head, [])) + exact.get(head, 0)
+        drops = len(listed[head]) + exact.get(head, 0)
         rows.append(f"<tr><td>{_link(head)}</td><td>{drops}</td><td><ul>{items}</ul></td></tr>")
     return (
         '<h2>Clusters</h2><table class="clusters"><tr><th>kept (cluster head)</th>'
@@ -368,31 +356,10 @@ def _drop(a: Audit, anchor: str, kept: str | None, dropped: str | None) -> str:
 # -- sources ---------------------------------------------------------------------------------
 
 
-def drops_of(crawl: Crawl) -> tuple[list[Member], dict[str, str], bool]:
-    """The drops of a crawl (its state directory, or its Redis URL and key prefix), the kept
-    texts an audit reads (:func:`wanted`), and whether the crawl kept texts at all."""
-    if isinstance(crawl, Path):
-        members = list(read_content(crawl)[2].values())
-        found = read_texts(crawl, wanted(members))
-        return members, found or {}, found is not None
-    from scrapy_neardup.storage import redis_client, redis_index  # the redis extra
-
-    url, prefix = crawl
-    client = redis_client.connect(url, retries=1)
-    try:
-        members = [Member(*fields) for fields in redis_index.members(client, prefix)]
-        texts = redis_texts(client, prefix, wanted(members))
-        return members, texts, bool(client.exists(redis_key(prefix)))
-    except redis_client.REDIS_ERRORS as exc:
-        raise StorageError(f"cannot read {url}: {exc}") from None
-    finally:
-        client.close()
-
-
 def page(crawl: Crawl, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
     """The ``--html`` page of a crawl, and what it shows (``drops``, ``shown``, ``texts``,
     ``lossy``)."""
-    members, found, texts_kept = drops_of(crawl)
+    members, found, texts_kept = read_drops(crawl)
     audits, exact, texts = audit(members, found)
     summary = summary_of(crawl)
     html_page = render_page(
@@ -414,13 +381,6 @@ def page_for_dir(directory: Path, max_drops: int = MAX_DROPS) -> tuple[str, dict
 
 def drops(crawl: Crawl, out: str | Path) -> int:
     """``--drops FILE`` for a crawl: how many drops were written."""
-    members, found, _ = drops_of(crawl)
+    members, found, _ = read_drops(crawl)
     audits, _, _ = audit(members, found)
     return write_drops(out, audits, (m for m in members if m.method == "exact"))
-
-
-def wanted(members: Iterable[Member]) -> list[str]:
-    """The keys whose texts an audit reads: every drop that is not an exact copy, and the
-    page it was dropped for."""
-    near = [m for m in members if m.method != "exact"]
-    return sorted({m.key for m in near} | {m.head for m in near})

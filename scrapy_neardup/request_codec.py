@@ -66,10 +66,7 @@ def request_to_json(request: Request, spider: Any = None) -> bytes:
     """``request.to_dict(spider=spider)`` as tagged JSON (see the module docstring), without
     this plugin's own meta keys (they are set again when the request is re-queued).
     TypeError or ValueError when the request holds something that cannot be written.
-
-    orjson writes it (a tenth of ``json.dumps``' time: this runs for every new request);
-    the standard library where orjson cannot write a value as it is: an int beyond 64
-    bits, a NaN or an infinity (``json.loads`` reads both back)."""
+    Written by orjson, else (an int beyond 64 bits, a NaN, an infinity) by ``json``."""
     plain = _plain_to_json(request, spider)
     if plain is not None:
         return plain
@@ -86,13 +83,8 @@ def request_to_json(request: Request, spider: Any = None) -> bytes:
 def _plain_to_json(request: Request, spider: Any) -> bytes | None:
     """The JSON of a request of the usual kind (a link followed: a GET with no body, headers,
     cookies, flags or keyword arguments, meta of strings, ints and booleans, a callback and
-    an errback that are the spider's methods of their names or none: a ``response.follow``,
-    a ``CrawlSpider`` rule's request), else None.
-
-    Fields at their defaults are left out (``request_from_dict`` fills them in). Why not the
-    full way: this runs for every new request on the reactor thread, where that cost a third
-    of the URL filter's time; the slots are read in one call, without making the parts Scrapy
-    makes on first access (a ``Headers`` object)."""
+    an errback that are the spider's methods of their names or none), else None. Fields at
+    their defaults are left out; Scrapy's lazy parts (a ``Headers`` object) are not made."""
     if type(request) is not Request:
         return None
     try:
@@ -149,14 +141,16 @@ def _method_name(func: Any, spider: Any) -> str | None:
 
 
 def _to_dict(request: Request, spider: Any) -> dict[str, Any]:
-    """``request.to_dict(spider=spider)``, without its search of the spider's members for the
-    name of a callback (``inspect.getmembers``: a hundred microseconds a request, for
-    every request of a crawl) where the callback is the spider's method of its own name.
-    tests/test_frontier.py holds it to Scrapy's own on many kinds of request."""
-    funcs = (request.callback, request.errback)
-    names = [_method_name(f, spider) if callable(f) else f for f in funcs]
-    if any(callable(f) and name is None for f, name in zip(funcs, names, strict=True)):
-        return request.to_dict(spider=spider)
+    """``request.to_dict(spider=spider)``, without its search of the spider's members
+    (``inspect.getmembers``) where a callback is the spider's method of its own name."""
+    names: list[Any] = []  # a method's name, else the callback as given (None, a str)
+    for func in (request.callback, request.errback):
+        if not callable(func):
+            names.append(func)
+        elif (name := _method_name(func, spider)) is not None:
+            names.append(name)
+        else:
+            return request.to_dict(spider=spider)
     data: dict[str, Any] = {"url": request.url, "callback": names[0], "errback": names[1]}
     data["headers"] = dict(request.headers)
     for attr in request.attributes:
@@ -181,10 +175,14 @@ def request_from_json(data: bytes, spider: Any = None) -> Request:
 def _encode(obj: Any, any_float: bool = False) -> Any:
     """``obj`` as JSON values and tags. A subclass of a builtin is written as its base
     (lxml's ``_ElementUnicodeResult`` as a str, an ``IntEnum`` as an int, an ``OrderedDict``
-    as a dict); an item (``scrapy.Item``, dataclass and attrs instances) with the path of
-    its class. :class:`_NotForOrjson` for a NaN or an infinity unless ``any_float``."""
+    as a dict); an item by :func:`_encode_item`. :class:`_NotForOrjson` for a NaN or an
+    infinity unless ``any_float``."""
     kind: type = type(obj)
     if kind in _SCALARS:
+        return obj
+    if kind is float:
+        if obj - obj != 0.0 and not any_float:  # NaN or an infinity
+            raise _NotForOrjson
         return obj
     if kind is dict:
         out = {}
@@ -198,24 +196,21 @@ def _encode(obj: Any, any_float: bool = False) -> Any:
         return out
     if kind is list:
         return [v if type(v) in _SCALARS else _encode(v, any_float) for v in obj]
+    if kind is bytes or isinstance(obj, (bytes, bytearray)):  # a body, header names and values
+        return {"__bytes__": base64.b64encode(obj).decode("ascii")}
+    for base, tag in _SEQUENCES:
+        if isinstance(obj, base):
+            return {tag: [_encode(v, any_float) for v in obj]}
     if isinstance(obj, float):
-        obj = float.__float__(obj)
-        if obj - obj != 0.0 and not any_float:  # NaN or an infinity
-            raise _NotForOrjson
-        return obj
+        return _encode(float.__float__(obj), any_float)
     if isinstance(obj, str):
         return str.__str__(obj)  # a plain str of the same characters
     if isinstance(obj, int):  # bool cannot be subclassed: an int subclass
         return int.__int__(obj)
-    if isinstance(obj, (bytes, bytearray)):
-        return {"__bytes__": base64.b64encode(obj).decode("ascii")}
     if isinstance(obj, dict):
         return _encode(dict(obj), any_float)
     if isinstance(obj, list):
         return _encode(list(obj), any_float)
-    for base, tag in _SEQUENCES:
-        if isinstance(obj, base):
-            return {tag: [_encode(v, any_float) for v in obj]}
     if isinstance(obj, datetime.datetime):
         zone = _zone_key(obj.tzinfo)
         if zone is None and not obj.fold:
@@ -231,6 +226,12 @@ def _encode(obj: Any, any_float: bool = False) -> Any:
         return {"__decimal__": str(obj)}
     if isinstance(obj, uuid.UUID):
         return {"__uuid__": str(obj)}
+    return _encode_item(obj, kind, any_float)
+
+
+def _encode_item(obj: Any, kind: type, any_float: bool) -> Any:
+    """An item (``scrapy.Item``, dataclass, attrs instance) with the path of its class
+    (apart from :func:`_encode`, whose ``obj`` its comprehensions would make a cell)."""
     attr = sys.modules.get("attr")  # an attrs instance has it imported
     if isinstance(obj, Item):
         tag, fields = "__item__", dict(obj)

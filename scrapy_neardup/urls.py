@@ -149,12 +149,9 @@ _DOT_SEGMENT = re.compile(r"/\.\.?(?:/|$)")
 
 
 def _plain_canonical(url: str, rules: _Rules, strip_trailing_slash: bool) -> str | None:
-    """:func:`canonical_url` of a plain URL (:data:`_PLAIN_URL`, no dot segment), else None.
-
-    Our own, because the URL filter runs for every request on the reactor thread and w3lib
-    parses, unquotes and quotes every part of every URL (``bench_urlfilter.py``). Its output
-    is w3lib's plus the cleanups, to the character (tests/test_urls.py), so saved fingerprints
-    stay valid; a WHATWG parser such as ada-url would not give that."""
+    """:func:`canonical_url` of a plain URL (:data:`_PLAIN_URL`, no dot segment), else None:
+    w3lib's output plus the cleanups, to the character (tests/test_urls.py), by string
+    operations alone (``docs/design.md#canonical-urls``)."""
     match = _PLAIN_URL.fullmatch(url)
     if match is None:
         return None
