@@ -149,10 +149,8 @@ class Folder:
     def _other(self, path: Path) -> Skipped:
         """Not read as a document, but say what it is: a binary file, or one of another kind."""
         with path.open("rb") as fh:
-            head = fh.read(SNIFF_BYTES)
-        if decode(head) is None:
-            return Skipped(str(path), "binary")
-        return Skipped(str(path), "not a .txt, .md or .jsonl file")
+            binary = decode(fh.read(SNIFF_BYTES)) is None
+        return Skipped(str(path), "binary" if binary else "not a .txt, .md or .jsonl file")
 
     def _jsonl(self, path: Path) -> Iterator[tuple[str, str] | Skipped]:
         with path.open("rb") as fh:

@@ -13,10 +13,13 @@ import contextlib
 import errno
 import io
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 
-def sync_feeds(crawler: Any) -> None:
+def sync_feeds(crawler: Crawler | None) -> None:
     """Flush every open feed file of Scrapy's feed exports to the OS, and fsync it.
 
     Only local files can be made durable while the crawl runs: S3, GCS and FTP feeds are a
