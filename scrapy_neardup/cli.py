@@ -5,14 +5,15 @@
 Promises: documents are ``.txt``/``.md`` files, files without a suffix, and the lines of
 ``.jsonl``/``.ndjson`` files (text in ``--text-field``, key from ``url`` or ``id``); each is
 checked by a :class:`~scrapy_neardup.deduplicator.Deduplicator` with the add-on's defaults, in
-a stable order, and the verdicts are printed (``--json``: one JSON object a line). It never
-writes to the folder. Rationale: ``docs/design.md#neardup-cli``.
+a stable order, and the verdicts are printed (``--json``: one JSON object). It never writes
+to the folder. Rationale: ``docs/design.md#neardup-cli``.
 """
 
 from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import json
 import os
 import re
@@ -27,7 +28,7 @@ from typing import Any, BinaryIO, TextIO
 from charset_normalizer import from_bytes
 
 from scrapy_neardup.backends import BACKENDS, DEFAULT_BACKEND
-from scrapy_neardup.deduplicator import DEFAULT_MIN_TOKENS, Deduplicator
+from scrapy_neardup.deduplicator import DEFAULT_MIN_TOKENS, Deduplicator, Verdict
 
 TEXT_SUFFIXES = (".txt", ".md", "")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -46,18 +47,6 @@ SNIFF_BYTES = 8192
 MAX_CONTROL_SHARE = 0.01
 _CONTROLS = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
 _HIGH_PAIR = re.compile(rb"[\x80-\xff]{2}")
-
-
-def _lone_high_bytes(data: bytes) -> bool:
-    """True when some byte is >= 0x80 and none has a high neighbour (Western single-byte text)."""
-    return max(data, default=0) >= 0x80 and _HIGH_PAIR.search(data) is None
-
-
-def _cp1252(data: bytes) -> str | None:
-    try:
-        return data.decode("cp1252")
-    except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90, 0x9D are undefined
-        return None
 
 
 def _guess(data: bytes) -> str | None:
@@ -86,23 +75,21 @@ def _guess(data: bytes) -> str | None:
 
 
 def decode(data: bytes) -> str | None:
-    """The text in ``data`` (see the module docstring for the order), or None for binary data."""
+    """The text in ``data``, or None for binary data: by its byte-order mark, else UTF-8, else
+    cp1252 where no two high bytes stand together, else charset-normalizer's guess."""
     for bom, codec in BOMS:
         if data.startswith(bom):
             # A mark is strong evidence of text: a damaged character does not make it binary.
             return data[len(bom) :].decode(codec, errors="replace")
     if b"\0" in data:
         return None
-    try:
+    with contextlib.suppress(UnicodeDecodeError):
         return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    text = _cp1252(data) if _lone_high_bytes(data) else None
-    return text if text is not None else _guess(data)
-
-
-def _looks_binary(text: str) -> bool:
-    return len(_CONTROLS.findall(text)) > MAX_CONTROL_SHARE * len(text)
+    # Some byte >= 0x80 and none with a high neighbour: Western single-byte text.
+    if max(data, default=0) >= 0x80 and _HIGH_PAIR.search(data) is None:
+        with contextlib.suppress(UnicodeDecodeError):  # 0x81, 0x8D, 0x8F, 0x90, 0x9D: undefined
+            return data.decode("cp1252")
+    return _guess(data)
 
 
 @dataclass(frozen=True)
@@ -118,11 +105,8 @@ class Skipped:
         return f"{where}: {self.reason}"
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path}
-        if self.line is not None:
-            out["line"] = self.line
-        out["reason"] = self.reason
-        return out
+        line = {} if self.line is None else {"line": self.line}
+        return {"path": self.path, **line, "reason": self.reason}
 
 
 class Folder:
@@ -156,7 +140,7 @@ class Folder:
 
     def _text(self, path: Path) -> tuple[str, str] | Skipped:
         text = decode(path.read_bytes())
-        if text is None or _looks_binary(text):
+        if text is None or len(_CONTROLS.findall(text)) > MAX_CONTROL_SHARE * len(text):
             return Skipped(str(path), "binary")
         if not text.strip():
             return Skipped(str(path), "empty")
@@ -165,10 +149,8 @@ class Folder:
     def _other(self, path: Path) -> Skipped:
         """Not read as a document, but say what it is: a binary file, or one of another kind."""
         with path.open("rb") as fh:
-            head = fh.read(SNIFF_BYTES)
-        if decode(head) is None:
-            return Skipped(str(path), "binary")
-        return Skipped(str(path), "not a .txt, .md or .jsonl file")
+            binary = decode(fh.read(SNIFF_BYTES)) is None
+        return Skipped(str(path), "binary" if binary else "not a .txt, .md or .jsonl file")
 
     def _jsonl(self, path: Path) -> Iterator[tuple[str, str] | Skipped]:
         with path.open("rb") as fh:
@@ -276,7 +258,7 @@ def dedupe(args: argparse.Namespace) -> int:
     folder = Folder(Path(args.path), args.text_field)
     progress = Progress(sys.stderr, enabled=not args.no_progress)
     tally: Counter[str] = Counter()
-    results = []
+    verdicts = []
     skipped: list[Skipped] = []
     for item in folder:
         if isinstance(item, Skipped):
@@ -284,54 +266,47 @@ def dedupe(args: argparse.Namespace) -> int:
             tally["skipped"] += 1
             progress.print(f"skipped {item}", sys.stderr)
         else:
-            key, text = item
-            verdict = dedup.check(key, text)
-            results.append(verdict)
+            v = dedup.check(*item)
+            verdicts.append(v)
             tally["documents"] += 1
-            tally["dropped"] += verdict.is_duplicate
+            tally["dropped"] += v.is_duplicate
             if not args.json:
-                if verdict.is_duplicate:
-                    message = (
-                        f"DROP {key}  duplicate of {verdict.duplicate_of} "
-                        f"({verdict.method}, similarity {verdict.similarity:.2f})"
-                    )
-                else:
-                    message = f"KEEP {key}"
-                progress.print(message, sys.stdout)
+                progress.print(_verdict_line(v), sys.stdout)
         progress.update(folder.done_bytes, folder.total_bytes, tally)
     progress.clear()
-    kept = sum(not v.is_duplicate for v in results)
+    dropped = [v for v in verdicts if v.is_duplicate]
     if args.json:
-        json.dump(
+        kept = [v.key for v in verdicts if not v.is_duplicate]
+        drops = [
             {
-                "kept": [v.key for v in results if not v.is_duplicate],
-                "dropped": [
-                    {
-                        "key": v.key,
-                        "duplicate_of": v.duplicate_of,
-                        "method": v.method,
-                        "similarity": round(v.similarity, 4),
-                    }
-                    for v in results
-                    if v.is_duplicate
-                ],
-                "skipped": [s.to_json() for s in skipped],
-                "counts": dict(dedup.counts),
-            },
-            sys.stdout,
-            indent=2,
-        )
+                "key": v.key,
+                "duplicate_of": v.duplicate_of,
+                "method": v.method,
+                "similarity": round(v.similarity, 4),
+            }
+            for v in dropped
+        ]
+        found = {"kept": kept, "dropped": drops, "skipped": [s.to_json() for s in skipped]}
+        json.dump({**found, "counts": dict(dedup.counts)}, sys.stdout, indent=2)
         print()
-    else:
-        summary = f"{len(results)} documents: {kept} kept, {len(results) - kept} dropped"
-        if skipped:
-            reasons = Counter(s.reason for s in skipped).most_common()
-            summary += f"; {len(skipped)} skipped ("
-            summary += ", ".join(f"{n} {reason}" for reason, n in reasons) + ")"
-        print(summary)
-        for s in skipped:
-            print(f"  skipped {s}")
+        return 0
+    kept_count = len(verdicts) - len(dropped)
+    summary = f"{len(verdicts)} documents: {kept_count} kept, {len(dropped)} dropped"
+    if skipped:
+        reasons = Counter(s.reason for s in skipped).most_common()
+        summary += f"; {len(skipped)} skipped ("
+        summary += ", ".join(f"{n} {reason}" for reason, n in reasons) + ")"
+    print(summary)
+    for s in skipped:
+        print(f"  skipped {s}")
     return 0
+
+
+def _verdict_line(v: Verdict) -> str:
+    if not v.is_duplicate:
+        return f"KEEP {v.key}"
+    how = f"{v.method}, similarity {v.similarity:.2f}"
+    return f"DROP {v.key}  duplicate of {v.duplicate_of} ({how})"
 
 
 def build_parser() -> argparse.ArgumentParser:

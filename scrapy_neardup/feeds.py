@@ -13,10 +13,13 @@ import contextlib
 import errno
 import io
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 
-def sync_feeds(crawler: Any) -> None:
+def sync_feeds(crawler: Crawler | None) -> None:
     """Flush every open feed file of Scrapy's feed exports to the OS, and fsync it.
 
     Only local files can be made durable while the crawl runs: S3, GCS and FTP feeds are a
@@ -26,8 +29,7 @@ def sync_feeds(crawler: Any) -> None:
     """
     from scrapy.extensions.feedexport import BlockingFeedStorage, FeedExporter
 
-    get_extension = getattr(crawler, "get_extension", None)
-    exporter = get_extension(FeedExporter) if get_extension is not None else None
+    exporter = None if crawler is None else crawler.get_extension(FeedExporter)
     if exporter is None:
         return
     for slot in exporter.slots:

@@ -16,26 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.feeds import sync_feeds
-from scrapy_neardup.meta import CHECKED_META, FRONTIER_META, PARENT_META, RECOVERED_META
-from scrapy_neardup.request_codec import Unjournalable, request_from_json, request_to_json
+from scrapy_neardup.meta import FRONTIER_META, PARENT_META, RECOVERED_META
+from scrapy_neardup.request_codec import request_from_json, request_to_json
 from scrapy_neardup.storage.statedb import StateDB
 
 if TYPE_CHECKING:
     from scrapy import Request
 
 logger = logging.getLogger(__name__)
-
-__all__ = [
-    "CHECKED_META",
-    "FRONTIER_META",
-    "PARENT_META",
-    "RECOVERED_META",
-    "REQUEST_FORMAT",
-    "Frontier",
-    "Unjournalable",
-    "request_from_json",
-    "request_to_json",
-]
 
 _FP = 16
 #: The format byte a request's data starts with: JSON of ``Request.to_dict()``.
@@ -54,18 +42,17 @@ class Frontier:
         self.stats = stats
         #: The crawler whose feed exports must be durable before a request is done.
         self.crawler: Any = None
-        #: The requests a crashed run left pending (fingerprint -> serialised request), until
-        #: :meth:`recover` has scheduled them again.
+        #: What a crashed run left pending (fingerprint -> serialised request), until
+        #: :meth:`recover` has scheduled it again.
         self.pending: dict[bytes, bytes] = {}
         self.crashed = False
         self.ended_cleanly = True
-        #: Documents kept last before a crash (set by the state after :meth:`open`).
+        #: Documents kept last before a crash (set by the state after :meth:`read`).
         self.unsure_kept: set[str] = set()
         #: Items of responses to re-queued requests, until they reach their end.
         self.recovered_items: dict[int, Any] = {}
         self._live: dict[bytes, int] = {}  # fingerprint -> seq of its row
-        #: Done, row not deleted yet (fingerprint -> seq): see sync().
-        self._done: dict[bytes, int] = {}
+        self._done: dict[bytes, int] = {}  # done, row not deleted yet (see sync())
         #: Requests that yielded one that could not be recorded: never done in this run.
         self._pinned: set[bytes] = set()
         #: The marks of pending requests: parent -> child keys.
@@ -80,30 +67,37 @@ class Frontier:
 
     def read(self) -> None:
         """Read what is pending, and whether the last run ended cleanly (nothing written)."""
-        pending: dict[bytes, bytes] = {}
         superseded = []  # rows of a URL queued again after clear_urls: the last one counts
         for seq, fp, data in self.db.requests():
-            self._check_format(data[0] if data else -1)
+            version = data[0] if data else -1
+            if version != REQUEST_FORMAT:
+                problem = (
+                    "pickled by an earlier version of scrapy-neardup"
+                    if version == _PICKLE
+                    else f"in an unknown format ({version}; a newer version?)"
+                )
+                raise StateError(
+                    f"holds requests {problem}; they are not loaded (unpickling a crafted "
+                    "record would run its code). Finish or discard that crawl with the "
+                    "version that wrote it, or start a new JOBDIR",
+                    path=str(self.db.path),
+                )
             fp = bytes(fp)
             if fp in self._live:
                 superseded.append(self._live[fp])
             self._live[fp] = seq
-            pending[fp] = bytes(data[1:])
+            self.pending[fp] = bytes(data[1:])
             self._seq = seq
         self._superseded = superseded
         for parent, child in self.db.marks():
             self._marks.setdefault(bytes(parent), set()).add(bytes(child))
-        #: Whether the last run ended with a clean close (or there was none): after a
-        #: crash, Scrapy's own JOBDIR queue is stale (see StateDirectory.set_aside_scrapy_queue).
+        # After a crash, Scrapy's own JOBDIR queue is stale (StateDirectory sets it aside).
         self.ended_cleanly = self.db.meta("run") != RUNNING
-        self.crashed = not self.ended_cleanly and bool(pending)
-        self.pending = pending
+        self.crashed = not self.ended_cleanly and bool(self.pending)
 
     def start(self) -> None:
-        """Record that a run is under way, committed at once: from now on Scrapy's queue is
-        being consumed, so a crash at any point of this run must re-queue what is pending.
-        The marks of requests done go (those of pending ones stay: a crash later in this run
-        must still let their children through)."""
+        """Record that a run is under way, committed at once (a crash from now on must
+        re-queue what is pending). The marks of requests done go; those of pending ones stay."""
         db = self.db
         db.drop_requests(self._superseded)
         db.drop_marks([parent for parent in self._marks if parent not in self.pending])
@@ -118,28 +112,14 @@ class Frontier:
         self.read()
         self.start()
 
-    def _check_format(self, version: int) -> None:
-        if version == REQUEST_FORMAT:
-            return
-        if version == _PICKLE:
-            problem = "holds requests pickled by an earlier version of scrapy-neardup"
-        else:
-            problem = f"holds requests in an unknown format ({version}; a newer version?)"
-        raise StateError(
-            f"{problem}; they are not loaded (unpickling a crafted record would run its "
-            "code). Finish or discard that crawl with the version that wrote it, or start a "
-            "new JOBDIR",
-            path=str(self.db.path),
-        )
-
     def recover(self, spider: Any) -> list[Request]:
         """The requests to schedule again after a crash (once; empty after a clean close)."""
+        pending, self.pending = self.pending, {}  # after a clean close: in Scrapy's own queue
         if not self.crashed:
-            self.pending = {}  # Scrapy's own queue holds them (a clean close)
             return []
         self.crashed = False
         requests = []
-        for fp, data in self.pending.items():
+        for fp, data in pending.items():
             try:
                 request = request_from_json(data, spider)
             except Exception as exc:  # the spider changed: a callback is gone, a class moved
@@ -149,7 +129,6 @@ class Frontier:
             request.meta[FRONTIER_META] = fp.hex()
             request.meta[RECOVERED_META] = request.url
             requests.append(request)
-        self.pending = {}
         if requests:
             self._inc("neardup/frontier/recovered", len(requests))
             logger.info(
@@ -160,36 +139,29 @@ class Frontier:
         return requests
 
     def schedule(self, request: Request, fingerprint: bytes) -> None:
-        """Record a request the URL filter let through (before its URL key is recorded).
-
-        This runs in the reactor's thread for every new request of a crawl with a JOBDIR:
-        the request is written short (:func:`request_to_json`)."""
-        meta = request.meta
-        previous = meta.get(FRONTIER_META)
+        """Record a request the URL filter let through (before its URL key is recorded);
+        a redirect's new request takes over from the old one."""
+        previous = request.meta.get(FRONTIER_META)
         try:
             data = request_to_json(request, getattr(self.crawler, "spider", None))
         except (AttributeError, TypeError, ValueError) as exc:
             self._unjournaled(request, fingerprint, exc)
             return
-        hex_fp = fingerprint.hex()
-        meta[FRONTIER_META] = hex_fp
+        hex_fp = request.meta[FRONTIER_META] = fingerprint.hex()
         self._seq += 1
         self.db.add_request(self._seq, fingerprint, _FORMAT_BYTE + data)
         # Its older row (a URL queued again after clear_urls) is superseded by this one.
-        live = self._live
-        old = live.get(fingerprint) or self._done.pop(fingerprint, None)
+        old = self._live.get(fingerprint) or self._done.pop(fingerprint, None)
         if old is not None:
             self.db.drop_requests([old])
-        live[fingerprint] = self._seq
+        self._live[fingerprint] = self._seq
         if previous and previous != hex_fp:
-            # A redirect: the new request (journaled just now) takes over from the old one.
             self.done_hex(previous)
 
     def hold(self, request: Request, fingerprint: bytes) -> bool:
-        """Record ``request`` before a shared URL filter (Redis) says whether it is new.
-        Redis records its URL at once, so the row must be committed first (:meth:`commit`):
-        a kill between the two would lose the request. :meth:`release` it when the answer is
-        "seen". False (nothing recorded) when the request is pending already."""
+        """Record ``request`` before a shared URL filter (Redis) says whether it is new, and
+        :meth:`commit` it before asking (Redis records the URL as it answers); :meth:`release`
+        it when the answer is "seen". False (nothing recorded) when it is pending already."""
         if fingerprint in self._live or fingerprint in self._done:
             return False
         self.schedule(request, fingerprint)
@@ -212,11 +184,8 @@ class Frontier:
         parent = _raw_fp(request.meta.get(PARENT_META))
         kept = parent is not None and self._pin(parent, fingerprint)
         kind = getattr(exc, "kind", None) or type(exc).__name__
-        if kind in self._warned:
-            log = logger.debug
-        else:
-            self._warned.add(kind)
-            log = logger.warning
+        log = logger.debug if kind in self._warned else logger.warning
+        self._warned.add(kind)
         log(
             "scrapy-neardup: request %s not journaled (%s): %s (counted in "
             "neardup/frontier/unserializable; the next of this kind are logged at DEBUG)",
@@ -232,7 +201,7 @@ class Frontier:
         it is crawled again, and its child ``child`` (a request key) passes the URL filter
         once. False when ``parent`` is not pending (done and written, or never journaled)."""
         if parent not in self._pinned:
-            span = self._done.pop(parent, None)  # done, its D not written yet: pending again
+            span = self._done.pop(parent, None)  # done, its row not deleted yet: pending again
             if span is not None:
                 self._live[parent] = span
             if parent not in self._live:
@@ -254,21 +223,21 @@ class Frontier:
     def take_pass(self, key: bytes) -> bool:
         """Whether the request of key ``key`` passes the URL filter (once): the crashed run
         could not journal it, and kept the request that yielded it pending instead."""
-        if key in self.passes:
-            self.passes.discard(key)
-            self._inc("neardup/frontier/passed")
-            return True
-        return False
+        if key not in self.passes:
+            return False
+        self.passes.discard(key)
+        self._inc("neardup/frontier/passed")
+        return True
 
     def done(self, request: Request) -> None:
         """The request's response went through the spider, and its items through the
-        pipelines; its ``D`` is written at the next :meth:`sync` (at once with a flush
-        interval of 0)."""
+        pipelines; its row goes at the next :meth:`sync` (at once with a flush interval of 0)."""
         fp = request.meta.get(FRONTIER_META)
         if fp:
             self.done_hex(fp)
 
     def done_hex(self, fp: str) -> None:
+        """:meth:`done` of the request of hex fingerprint ``fp``."""
         raw = _raw_fp(fp)
         if raw is None or raw in self._pinned:  # pinned: it yielded an unrecorded request
             return
@@ -293,11 +262,9 @@ class Frontier:
             self.db.commit(durable=True)
 
     def redelivers(self, item: Any, key: str) -> bool:
-        """Whether ``item``, a duplicate of its own URL ``key``, is delivered again: it came
-        from a request re-queued after a crash, or ``key`` was kept by a run that crashed
-        (its request unjournaled: a start request, which the spider sends again). Either way
-        the document may have been kept before the crash without its item reaching the feed.
-        Once per key."""
+        """Whether ``item``, a duplicate of its own URL ``key``, is delivered again (once per
+        key): it came from a request re-queued after a crash, or ``key`` was kept by a run
+        that crashed; either way its item may not have reached the feed before the crash."""
         if self.recovered_items.get(id(item)) is item:
             return True
         if key in self.unsure_kept:

@@ -1,17 +1,18 @@
 """What a crawl's saved state holds, for ``scrapy neardup-stats``.
 
-Reads the state directory of a crawl (``JOBDIR/neardup``, ``NEARDUP_STATE_DIR``, or a path
-given on the command line) without loading the spider or building any index, so it works
-inside a project and outside one, while a crawl runs or after it ended. With ``--redis-url``
-it reports on a crawl shared through Redis instead (``--key-prefix``, else
-``NEARDUP_KEY_PREFIX``), and ``--reset`` deletes that crawl's keys, and only those.
+Promises: reads a crawl's state directory (``JOBDIR/neardup``, ``NEARDUP_STATE_DIR`` or a
+path given) or a crawl shared through Redis (its URL and key prefix) without loading the
+spider or building an index, inside a project or outside one, while it runs or after it
+ended; it writes nothing, but :func:`reset_redis` deletes that crawl's keys, and only those.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,17 @@ from scrapy_neardup.exceptions import StateError, StorageError
 from scrapy_neardup.state.directory import OLD_FILES
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.statedb import STATE_FILE, StateDB, read_only
+from scrapy_neardup.storage.texts import redis_key, redis_texts
 
 TOP_CLUSTERS = 10
+#: A crawl's saved state: its state directory, or the URL and key prefix of its Redis.
+Crawl = Path | tuple[str, str]
+_Content = tuple[dict[str, Any], set[str], dict[str, Member], dict[str, Member], dict[str, Member]]
 
 
-def _open(directory: Path) -> StateDB:
+@contextlib.contextmanager
+def _reading(directory: Path) -> Iterator[StateDB]:
+    """The state database of ``directory``, read-only; StateError when there is none."""
     if not directory.is_dir():
         raise StateError("no such state directory", path=str(directory))
     if not (directory / STATE_FILE).exists():
@@ -36,33 +43,39 @@ def _open(directory: Path) -> StateDB:
             else "no scrapy-neardup state here (did the crawl run with JOBDIR?)",
             path=str(directory),
         )
-    return read_only(directory / STATE_FILE)
+    db = read_only(directory / STATE_FILE)
+    try:
+        yield db
+    finally:
+        db.abandon()
+
+
+def summary_of(crawl: Crawl, top: int = TOP_CLUSTERS) -> dict[str, Any]:
+    """:func:`summarize` of a state directory, :func:`summarize_redis` of a Redis crawl."""
+    return summarize(crawl, top) if isinstance(crawl, Path) else summarize_redis(*crawl, top)
 
 
 def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
     """Everything the command prints, as plain data."""
-    db = _open(directory)
-    try:
+    with _reading(directory) as db:
         bloom = ScalableBloomFilter(1000, 0.001)
         for keys in db.url_keys():
             bloom.update(keys)
-        urls = len(bloom)
         meta, heads, members, related, near = _read_content(db)
         confirmed = db.counter("false_positives")
-    finally:
-        db.abandon()
+    urls = len(bloom)
+    # The filter is sized for its capacity up front: its cost per URL is the figure at
+    # capacity; per URL seen so far is large while few URLs are in.
+    per_url = round(bloom.size_in_bytes / bloom.total_capacity, 3)
     return {
         "state_dir": str(directory),
         "urls": {
             "seen": urls,
             "bloom_bytes": bloom.size_in_bytes,
-            # The filter is sized for its capacity up front: its cost per URL is the
-            # figure at capacity, as the text report gives it; per URL seen so far is
-            # large while few URLs are in (bytes_per_url_seen).
-            "bytes_per_url": round(bloom.size_in_bytes / bloom.total_capacity, 3),
+            "bytes_per_url": per_url,
             "bytes_per_url_seen": round(bloom.size_in_bytes / urls, 3) if urls else None,
             "capacity": bloom.total_capacity,
-            "bytes_per_url_at_capacity": round(bloom.size_in_bytes / bloom.total_capacity, 3),
+            "bytes_per_url_at_capacity": per_url,
             "expected_false_positives": round(bloom.expected_false_positives(), 2),
             "confirmed_false_positives": confirmed,
             "fill_ratio": round(bloom.fill_ratio, 4),
@@ -73,20 +86,7 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
     }
 
 
-Content = tuple[dict[str, Any], set[str], dict[str, Member], dict[str, Member], dict[str, Member]]
-
-
-def read_content(directory: Path) -> Content:
-    """The content state of a state directory: its meta, kept keys, duplicates, related and
-    near documents (in the order they were recorded), without building an index."""
-    db = _open(directory)
-    try:
-        return _read_content(db)
-    finally:
-        db.abandon()
-
-
-def _read_content(db: StateDB) -> Content:
+def _read_content(db: StateDB) -> _Content:
     try:
         meta = json.loads(db.meta("content") or "{}")
     except ValueError as exc:
@@ -98,21 +98,48 @@ def _read_content(db: StateDB) -> Content:
     return meta, heads, found["member"], found["related"], found["near"]
 
 
-def read_texts(directory: Path, wanted: list[str]) -> dict[str, str] | None:
-    """The kept texts of the ``wanted`` keys; None when the crawl kept none."""
-    db = _open(directory)
+def read_drops(crawl: Crawl) -> tuple[list[Member], dict[str, str], bool]:
+    """The duplicates recorded for a crawl, the kept texts an audit of them reads (of each
+    that is not an exact copy, and of the page it was dropped for), and whether the crawl
+    kept texts at all."""
+    if isinstance(crawl, Path):
+        with _reading(crawl) as db:
+            members = list(_read_content(db)[2].values())
+            kept = db.has_texts()
+            return members, db.texts(_wanted(members)) if kept else {}, kept
+    from scrapy_neardup.storage import redis_index
+
+    url, prefix = crawl
+    with _redis(url, f"cannot read {url}") as client:
+        members = [Member(*fields) for fields in redis_index.members(client, prefix)]
+        texts = redis_texts(client, prefix, _wanted(members))
+        return members, texts, bool(client.exists(redis_key(prefix)))
+
+
+def _wanted(members: list[Member]) -> list[str]:
+    near = [m for m in members if m.method != "exact"]
+    return sorted({m.key for m in near} | {m.head for m in near})
+
+
+@contextlib.contextmanager
+def _redis(url: str, failure: str) -> Iterator[Any]:
+    """A client of the Redis at ``url``; its errors raised as StorageError(``failure``: ...)."""
+    from scrapy_neardup.storage import redis_client  # the redis extra
+
+    client = redis_client.connect(url, retries=1)
     try:
-        return db.texts(wanted) if db.has_texts() else None
+        yield client
+    except redis_client.REDIS_ERRORS as exc:
+        raise StorageError(f"{failure}: {exc}") from None
     finally:
-        db.abandon()
+        client.close()
 
 
 def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str, Any]:
     """The same summary for a crawl whose state is in Redis under ``{prefix}:neardup:``."""
     from scrapy_neardup.storage import redis_client, redis_index, redis_urls
 
-    client = redis_client.connect(url, retries=1)
-    try:
+    with _redis(url, f"cannot read {url}") as client:
         meta_key = f"{redis_client.key_base(prefix)}:meta"
         raw = client.hgetall(meta_key)
         if not raw:
@@ -125,17 +152,11 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
         url_params = json.loads(raw.get(b"urls", b"{}"))
         capacity = url_params.get("capacity", 1)
         rate = url_params.get("error_rate", 0.001)
-        bloom: redis_urls.RedisBloomModuleFilter | redis_urls.RedisBloomFilter
-        if url_params.get("impl") == "redisbloom":
-            bloom = redis_urls.RedisBloomModuleFilter(client, prefix, capacity, rate)
-        else:
-            bloom = redis_urls.RedisBloomFilter(client, prefix, capacity, rate)
+        impl = url_params.get("impl") == "redisbloom"
+        bloom = redis_urls.url_filter(client, prefix, capacity, rate, use_module=impl)
         info = bloom.info()
         members, related, near = (
-            {
-                key: Member(key, head, method, similarity)
-                for key, head, method, similarity in redis_index.members(client, prefix, name)
-            }
+            {fields[0]: Member(*fields) for fields in redis_index.members(client, prefix, name)}
             for name in ("members", "related", "near")
         )
         heads = client.hlen(f"{redis_client.part_base(prefix, 'exact')}:ids")
@@ -143,10 +164,6 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
             {"item": key, "original": head, "method": method, "similarity": round(sim, 4)}
             for key, head, method, sim in redis_index.members(client, prefix, "late")
         ]
-    except redis_client.REDIS_ERRORS as exc:
-        raise StorageError(f"cannot read {url}: {exc}") from None
-    finally:
-        client.close()
     seen = info["seen"]
     return {
         "redis": f"{url} prefix {prefix!r}",
@@ -169,13 +186,8 @@ def reset_redis(url: str, prefix: str) -> int:
     """Delete every key of the crawl under ``{prefix}:neardup:``; returns how many."""
     from scrapy_neardup.storage import redis_client
 
-    client = redis_client.connect(url, retries=1)
-    try:
+    with _redis(url, f"cannot reset {prefix!r} in {url}") as client:
         return redis_client.delete_prefix(client, prefix)
-    except redis_client.REDIS_ERRORS as exc:
-        raise StorageError(f"cannot reset {prefix!r} in {url}: {exc}") from None
-    finally:
-        client.close()
 
 
 def _content(
@@ -246,8 +258,16 @@ def _percent(value: float | None, digits: int) -> str:
     return "n/a" if value is None else f"{value:.{digits}%}"
 
 
-def _bar(count: int, most: int, width: int = 40) -> str:
-    return "#" * max(1, round(width * count / most)) if count else ""
+def _chart(title: str, counts: dict[str, int], width: int = 40) -> list[str]:
+    """A titled bar chart of ``counts`` (nothing for none)."""
+    if not counts:
+        return []
+    most = max(counts.values())
+    bars = [
+        f"  {k}  {n:>6}  {'#' * max(1, round(width * n / most)) if n else ''}"
+        for k, n in counts.items()
+    ]
+    return ["", title, *bars]
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -283,16 +303,9 @@ def render(summary: dict[str, Any]) -> str:
     for method, n in sorted(c["duplicates_by_method"].items()):
         lines.append(f"    by {method:<22} {n}")
     lines.append(f"  clusters (with a dup)     {c['clusters']}")
-    if c["cluster_sizes"]:
-        lines += ["", "Cluster sizes"]
-        most = max(c["cluster_sizes"].values())
-        for size, n in c["cluster_sizes"].items():
-            lines.append(f"  {size:>4} docs  {n:>6}  {_bar(n, most)}")
-    if c["similarity_histogram"]:
-        lines += ["", "Similarity of duplicates to their cluster head"]
-        most = max(c["similarity_histogram"].values())
-        for bucket, n in c["similarity_histogram"].items():
-            lines.append(f"  {bucket}  {n:>6}  {_bar(n, most)}")
+    sizes = {f"{size:>4} docs": n for size, n in c["cluster_sizes"].items()}
+    lines += _chart("Cluster sizes", sizes)
+    lines += _chart("Similarity of duplicates to their cluster head", c["similarity_histogram"])
     if c["largest_clusters"]:
         lines += ["", "Largest clusters"]
         for cluster in c["largest_clusters"]:
@@ -300,29 +313,30 @@ def render(summary: dict[str, Any]) -> str:
             lines.extend(f"          {m}" for m in cluster["members"][:5])
             if len(cluster["members"]) > 5:
                 lines.append(f"          ... and {len(cluster['members']) - 5} more")
-    if c.get("related_count"):
-        lines += [
-            "",
-            f"Kept, though they hold a kept document: {c['related_count']}"
-            " (each carries substantially more than the one it holds)",
-        ]
-        for r in c["related"]:
-            lines.append(f"  {r['item']}")
-            lines.append(f"      holds {r['holds']} ({r['containment']:.3f} of its phrases)")
-    if c.get("near_count"):
-        lines += [
-            "",
-            f"Kept, though near a kept document: {c['near_count']}"
-            " (the decision not configured, NEARDUP_DECISION, would have dropped them)",
-        ]
-        for r in c["near"]:
-            lines.append(f"  {r['item']}")
-            lines.append(f"      near {r['near']} (similarity {r['similarity']:.3f})")
+    for kind, (title, line) in _KEPT_BESIDE.items():
+        if c.get(f"{kind}_count"):
+            lines += ["", title.format(c[f"{kind}_count"])]
+            for r in c[kind]:
+                lines += [f"  {r['item']}", "      " + line.format(**r)]
     if "late_duplicates" in summary:
         lines += _render_late(summary["late_duplicates"])
     return "\n".join(lines)
 
 
+#: The kept documents listed beside a kept one (``related``, ``near``): their title, and
+#: the line of each under its key.
+_KEPT_BESIDE = {
+    "related": (
+        "Kept, though they hold a kept document: {}"
+        " (each carries substantially more than the one it holds)",
+        "holds {holds} ({containment:.3f} of its phrases)",
+    ),
+    "near": (
+        "Kept, though near a kept document: {}"
+        " (the decision not configured, NEARDUP_DECISION, would have dropped them)",
+        "near {near} (similarity {similarity:.3f})",
+    ),
+}
 #: Late duplicates printed (``--json`` lists them all).
 LATE_SHOWN = 20
 

@@ -1,14 +1,10 @@
 """``scrapy neardup-stats --html FILE`` and ``--drops FILE``: audit a crawl's drops.
 
-Promises: every drop is audited by :func:`audit`, with the lossless rule the decision used
-(:func:`~scrapy_neardup.backends.containment.text_coverage`: the same
-:func:`~scrapy_neardup.backends.containment.losses`, exactly, from the kept texts), and listed
-riskiest first:
-by the words it loses, then by its containment; exact copies are counted per cluster. The
-``--html`` page shows each drop's lost passages and both texts side by side (shared passages
-in ``<mark>``, what only one holds in ``<del>``/``<ins>``); ``--drops`` writes one JSON line a
-drop. It reads a state, never writes one, and needs the kept texts (``NEARDUP_KEEP_TEXT``)
-for losses and the side-by-side view. Rationale: ``docs/design.md#audit-page``.
+Promises: every drop but exact copies (counted per cluster) is audited by :func:`audit` with
+the decision's own lossless rule (:func:`~scrapy_neardup.backends.containment.text_coverage`)
+on the kept texts (``NEARDUP_KEEP_TEXT``), and listed riskiest first (by the words it loses,
+then its containment): on a page with both texts side by side, or one JSON line a drop. It
+never writes a state. Rationale: ``docs/design.md#audit-page``.
 """
 
 from __future__ import annotations
@@ -18,6 +14,7 @@ import html
 import json
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +22,7 @@ from typing import Any
 
 from scrapy_neardup.backends.containment import Coverage, lost_passages, text_coverage
 from scrapy_neardup.deduplicator import Member
-from scrapy_neardup.storage.texts import redis_key, redis_texts
+from scrapy_neardup.report import Crawl, read_drops, summary_of
 from scrapy_neardup.text import CJK_CHARS
 
 #: Drops shown with their texts unless ``--max-drops`` says otherwise.
@@ -112,23 +109,17 @@ def audit(
     members: Iterable[Member], texts: dict[str, str]
 ) -> tuple[list[Audit], dict[str, int], dict[str, str]]:
     """Every drop but exact copies audited, riskiest first; exact copies counted by cluster
-    head; and the texts of the drops and their kept pages (``texts``: the kept texts, at
-    least of :func:`wanted`)."""
-    drops = {m.key: m for m in members}
-    wanted = texts
-    exact: dict[str, int] = {}
+    head; and ``texts``, the kept texts (those :func:`~scrapy_neardup.report.read_drops` reads)."""
+    drops = {m.key: m for m in members}.values()
     audits = []
-    for m in drops.values():
-        if m.method == "exact":
-            exact[m.head] = exact.get(m.head, 0) + 1
-            continue
-        dropped, kept = wanted.get(m.key), wanted.get(m.head)
-        found = None
-        if dropped is not None and kept is not None:
-            found = text_coverage(dropped, kept)
-        lost = tuple(lost_passages(dropped, found)) if found is not None and dropped else ()
-        audits.append(Audit(m, found, lost))
-    return sorted(audits, key=Audit.risk), exact, wanted
+    for m in drops:
+        dropped, kept = texts.get(m.key), texts.get(m.head)
+        if m.method != "exact":
+            found = None if dropped is None or kept is None else text_coverage(dropped, kept)
+            lost = tuple(lost_passages(dropped, found)) if found is not None and dropped else ()
+            audits.append(Audit(m, found, lost))
+    exact = dict(Counter(m.head for m in drops if m.method == "exact"))
+    return sorted(audits, key=Audit.risk), exact, texts
 
 
 def write_drops(path: str | Path, audits: Iterable[Audit], exact: Iterable[Member]) -> int:
@@ -237,8 +228,7 @@ def render_page(
     for a in drops:
         m = a.member
         out.append(_drop(a, anchor[m.key], texts.get(m.head), texts.get(m.key)))
-    out.append(_related(summary["content"]))
-    out.append(_near(summary["content"]))
+    out += [_pairs(summary["content"], kind) for kind in _PAIRS]
     out.append(
         "<footer><p><mark>shared</mark> passage in both texts; <del>only in the kept text</del>"
         "; <ins>only in the dropped text</ins>. Lost: a line, a run of words, or a title "
@@ -249,13 +239,35 @@ def render_page(
     return "\n".join(out) + "\n"
 
 
-def _pairs(content: dict[str, Any], kind: str, title: str, intro: str, columns: str) -> str:
-    """The section of ``content[kind]``, kept pages each beside a kept one: rows of the item,
-    the other page and the measure (``columns``: their names in a record); "" for none."""
+#: The sections of kept pages each beside a kept one: title, intro, the other page's column
+#: and the measure's (their names in a record of ``summary["content"][kind]``).
+_PAIRS = {
+    "related": (
+        "Kept beside a page they hold",
+        "Each of these holds nearly all of an earlier kept page and substantially more, so "
+        "it was kept, not dropped. Containment: share of the earlier page's word 3-shingles "
+        "in it.",
+        "holds",
+        "containment",
+    ),
+    "near": (
+        "Kept, near a kept page",
+        "The decision not configured (<code>NEARDUP_DECISION</code>) would have dropped "
+        "each of these for the page beside it; they were kept. Similarity: the word-shingle "
+        "Jaccard of the pair (simhash: 1 - distance / 64; cosine: the cosine), or under the "
+        "similar decision, that rule's measure of a page contained in the other.",
+        "near",
+        "similarity",
+    ),
+}
+
+
+def _pairs(content: dict[str, Any], kind: str) -> str:
+    """The section of ``content[kind]`` (see :data:`_PAIRS`); "" for none."""
     pairs = content.get(kind) or []
     if not pairs:
         return ""
-    other, measure = columns.split()
+    title, intro, other, measure = _PAIRS[kind]
     rows = "".join(
         f"<tr><td>{_link(r['item'])}</td><td>{_link(r[other])}</td><td>{r[measure]:.3f}</td></tr>"
         for r in pairs
@@ -265,27 +277,6 @@ def _pairs(content: dict[str, Any], kind: str, title: str, intro: str, columns: 
         f'<h2 id="{kind}">{title} ({count})</h2><p>{intro}</p><table><tr><th>kept</th>'
         f"<th>{other}</th><th>{measure}</th></tr>{rows}</table>"
     )
-
-
-def _related(content: dict[str, Any]) -> str:
-    """Kept pages that hold a kept one and more: never dropped for it, listed beside it."""
-    intro = (
-        "Each of these holds nearly all of an earlier kept page and substantially more, so "
-        "it was kept, not dropped. Containment: share of the earlier page's word 3-shingles "
-        "in it."
-    )
-    return _pairs(content, "related", "Kept beside a page they hold", intro, "holds containment")
-
-
-def _near(content: dict[str, Any]) -> str:
-    """Kept pages near a kept one by the decision not configured: listed, never hidden."""
-    intro = (
-        "The decision not configured (<code>NEARDUP_DECISION</code>) would have dropped "
-        "each of these for the page beside it; they were kept. Similarity: the word-shingle "
-        "Jaccard of the pair (simhash: 1 - distance / 64; cosine: the cosine), or under the "
-        "similar decision, that rule's measure of a page contained in the other."
-    )
-    return _pairs(content, "near", "Kept, near a kept page", intro, "near similarity")
 
 
 def _figures(summary: dict[str, Any], drops: int, exact: int, lossy: int, shown: int) -> str:
@@ -308,22 +299,19 @@ def _figures(summary: dict[str, Any], drops: int, exact: int, lossy: int, shown:
 def _clusters(audits: list[Audit], exact: dict[str, int], anchor: dict[str, str]) -> str:
     """Each kept page with what was dropped for it: its exact copies counted, the other
     drops listed (the shown ones linked), largest clusters first."""
-    listed: dict[str, list[Audit]] = {}
+    listed: dict[str, list[Audit]] = {head: [] for head in exact}
     for a in audits:
         listed.setdefault(a.member.head, []).append(a)
-    heads = sorted(
-        set(listed) | set(exact), key=lambda h: (-len(listed.get(h, [])) - exact.get(h, 0), h)
-    )
     rows = []
-    for head in heads:
+    for head in sorted(listed, key=lambda h: (-len(listed[h]) - exact.get(h, 0), h)):
         items = "".join(
             f"<li>{_anchored(a.member.key, anchor)} ({esc(a.member.method)}, "
             f"{a.member.similarity:.3f}{_lost_note(a)})</li>"
-            for a in listed.get(head, [])
+            for a in listed[head]
         )
         if exact.get(head):
             items += f"<li>{exact[head]} exact copies</li>"
-        drops = len(listed.get(head, [])) + exact.get(head, 0)
+        drops = len(listed[head]) + exact.get(head, 0)
         rows.append(f"<tr><td>{_link(head)}</td><td>{drops}</td><td><ul>{items}</ul></td></tr>")
     return (
         '<h2>Clusters</h2><table class="clusters"><tr><th>kept (cluster head)</th>'
@@ -354,10 +342,8 @@ def _drop(a: Audit, anchor: str, kept: str | None, dropped: str | None) -> str:
     if kept is not None and dropped is not None:
         left, right = marked(kept, dropped)
     else:
-        left = esc(kept) if kept is not None else '<span class="missing">text not kept</span>'
-        right = (
-            esc(dropped) if dropped is not None else '<span class="missing">text not kept</span>'
-        )
+        missing = '<span class="missing">text not kept</span>'
+        left, right = (missing if t is None else esc(t) for t in (kept, dropped))
     return (
         f'<section class="drop" id="{anchor}"><h3>dropped {_link(member.key)}<br/>'
         f"for kept {_link(member.head)}</h3><p>{' · '.join(figures)}</p>{lost}"
@@ -370,64 +356,17 @@ def _drop(a: Audit, anchor: str, kept: str | None, dropped: str | None) -> str:
 # -- sources ---------------------------------------------------------------------------------
 
 
-def page_for_dir(directory: Path, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
-    """The page for a state directory, and what it shows (``drops``, ``shown``, ``texts``)."""
-    from scrapy_neardup.report import read_content, read_texts, summarize
-
-    summary = summarize(directory)
-    _, _, members, _, _ = read_content(directory)
-    found = read_texts(directory, _wanted(members.values()))
-    audits, exact, texts = audit(members.values(), found or {})
-    page = render_page(
-        summary, audits, exact, texts, texts_kept=found is not None, max_drops=max_drops
+def page(crawl: Crawl, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
+    """The ``--html`` page of a crawl, and what it shows (``drops``, ``shown``, ``texts``,
+    ``lossy``)."""
+    members, found, texts_kept = read_drops(crawl)
+    audits, exact, texts = audit(members, found)
+    summary = summary_of(crawl)
+    html_page = render_page(
+        summary, audits, exact, texts, texts_kept=texts_kept, max_drops=max_drops
     )
-    return page, _counts(audits, exact, max_drops)
-
-
-def drops_for_dir(directory: Path, out: str | Path) -> int:
-    """``--drops FILE`` for a state directory: how many drops were written."""
-    from scrapy_neardup.report import read_content, read_texts
-
-    _, _, members, _, _ = read_content(directory)
-    audits, _, _ = audit(members.values(), read_texts(directory, _wanted(members.values())) or {})
-    return write_drops(out, audits, (m for m in members.values() if m.method == "exact"))
-
-
-def _redis_drops(url: str, prefix: str) -> tuple[list[Member], list[Audit], dict, dict, bool]:
-    from scrapy_neardup.exceptions import StorageError
-    from scrapy_neardup.storage import redis_client, redis_index
-
-    client = redis_client.connect(url, retries=1)
-    try:
-        members = [Member(*fields) for fields in redis_index.members(client, prefix)]
-        audits, exact, texts = audit(members, redis_texts(client, prefix, _wanted(members)))
-        texts_kept = bool(client.exists(redis_key(prefix)))
-    except redis_client.REDIS_ERRORS as exc:
-        raise StorageError(f"cannot read {url}: {exc}") from None
-    finally:
-        client.close()
-    return members, audits, exact, texts, texts_kept
-
-
-def page_for_redis(url: str, prefix: str, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
-    """The page for a crawl whose state is in Redis under ``{prefix}:neardup:``."""
-    from scrapy_neardup.report import summarize_redis
-
-    summary = summarize_redis(url, prefix)
-    _, audits, exact, texts, texts_kept = _redis_drops(url, prefix)
-    page = render_page(summary, audits, exact, texts, texts_kept=texts_kept, max_drops=max_drops)
-    return page, _counts(audits, exact, max_drops)
-
-
-def drops_for_redis(url: str, prefix: str, out: str | Path) -> int:
-    """``--drops FILE`` for a crawl in Redis: how many drops were written."""
-    members, audits, _, _, _ = _redis_drops(url, prefix)
-    return write_drops(out, audits, (m for m in members if m.method == "exact"))
-
-
-def _counts(audits: list[Audit], exact: dict[str, int], max_drops: int) -> dict[str, int]:
     shown = audits[:max_drops]
-    return {
+    return html_page, {
         "drops": len(audits) + sum(exact.values()),
         "shown": len(shown),
         "texts": sum(1 for a in shown if a.found is not None),
@@ -435,8 +374,13 @@ def _counts(audits: list[Audit], exact: dict[str, int], max_drops: int) -> dict[
     }
 
 
-def _wanted(members: Iterable[Member]) -> list[str]:
-    """The keys whose texts an audit reads: every drop that is not an exact copy, and the
-    page it was dropped for."""
-    near = [m for m in members if m.method != "exact"]
-    return sorted({m.key for m in near} | {m.head for m in near})
+def page_for_dir(directory: Path, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
+    """:func:`page` of a state directory."""
+    return page(directory, max_drops)
+
+
+def drops(crawl: Crawl, out: str | Path) -> int:
+    """``--drops FILE`` for a crawl: how many drops were written."""
+    members, found, _ = read_drops(crawl)
+    audits, _, _ = audit(members, found)
+    return write_drops(out, audits, (m for m in members if m.method == "exact"))

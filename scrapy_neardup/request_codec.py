@@ -6,7 +6,8 @@ times, ``Decimal`` and ``UUID``, Scrapy items, dataclass and attrs instances, ca
 are the spider's methods); anything else raises :class:`Unjournalable` or ValueError. Reading
 a record imports nothing: a class is looked up among modules already imported and must be
 of the kind its tag says. The plugin's own meta keys (:mod:`scrapy_neardup.meta`) are left
-out. Tags and rationale: ``docs/design.md#frontier``.
+out. The request dict is Scrapy's (``Request.to_dict``/``request_from_dict``); this module
+adds the JSON of its values. Tags and rationale: ``docs/design.md#frontier``.
 """
 
 from __future__ import annotations
@@ -21,15 +22,13 @@ import operator
 import sys
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
+from scrapy import Item, Request
+from scrapy.utils.request import request_from_dict
 
 from scrapy_neardup.meta import INTERNAL_META
-
-if TYPE_CHECKING:
-    from scrapy import Request
-
 
 _TAGS = frozenset(
     (
@@ -41,6 +40,22 @@ _TAGS = frozenset(
 # JSON's own values: written as they are, without a call (most of a request is these).
 _SCALARS = frozenset((str, int, bool, type(None)))
 _CONTAINERS = frozenset((dict, list))
+# Containers written as a tagged list (a subclass as its base: a named tuple as a tuple).
+_SEQUENCES = ((tuple, "__tuple__"), (frozenset, "__frozenset__"), (set, "__set__"))
+#: What :func:`_plain_to_json` reads of a request, in one call: Scrapy's slots, the lazy
+#: parts (headers, cookies, flags, keyword arguments) last, None until first accessed.
+_PLAIN_FIELDS = operator.attrgetter(
+    "_url", "_body", "method", "_encoding", "_meta", "callback", "errback", "priority",
+    "dont_filter", "_headers", "_cookies", "_flags", "_cb_kwargs",
+)  # fmt: skip
+
+
+class Unjournalable(TypeError):
+    """A value of a type the journal cannot hold (:attr:`kind` names the type)."""
+
+    def __init__(self, kind: type, why: str = "") -> None:
+        self.kind = f"{kind.__module__}.{kind.__qualname__}"
+        super().__init__(f"a {self.kind}{why} cannot be journaled")
 
 
 class _NotForOrjson(Exception):
@@ -51,10 +66,7 @@ def request_to_json(request: Request, spider: Any = None) -> bytes:
     """``request.to_dict(spider=spider)`` as tagged JSON (see the module docstring), without
     this plugin's own meta keys (they are set again when the request is re-queued).
     TypeError or ValueError when the request holds something that cannot be written.
-
-    orjson writes it (a tenth of ``json.dumps``' time: this runs for every new request);
-    the standard library where orjson cannot write a value as it is: an int beyond 64
-    bits, a NaN or an infinity (``json.loads`` reads both back)."""
+    Written by orjson, else (an int beyond 64 bits, a NaN, an infinity) by ``json``."""
     plain = _plain_to_json(request, spider)
     if plain is not None:
         return plain
@@ -71,14 +83,9 @@ def request_to_json(request: Request, spider: Any = None) -> bytes:
 def _plain_to_json(request: Request, spider: Any) -> bytes | None:
     """The JSON of a request of the usual kind (a link followed: a GET with no body, headers,
     cookies, flags or keyword arguments, meta of strings, ints and booleans, a callback and
-    an errback that are the spider's methods of their names or none: a ``response.follow``,
-    a ``CrawlSpider`` rule's request), else None.
-
-    Fields at their defaults are left out (``request_from_dict`` fills them in). Why not the
-    full way: this runs for every new request on the reactor thread, where that cost a third
-    of the URL filter's time; the slots are read in one call, without making the parts Scrapy
-    makes on first access (a ``Headers`` object)."""
-    if type(request) is not _request_class():
+    an errback that are the spider's methods of their names or none), else None. Fields at
+    their defaults are left out; Scrapy's lazy parts (a ``Headers`` object) are not made."""
+    if type(request) is not Request:
         return None
     try:
         (url, body, method, encoding, meta, callback, errback, priority, dont_filter,
@@ -93,22 +100,19 @@ def _plain_to_json(request: Request, spider: Any) -> bytes | None:
             if (name := _method_name(func, spider)) is None:
                 return None
             data[field] = name
-    if meta:
-        user = None
-        for key, value in meta.items():
-            if key in INTERNAL_META:
-                continue
-            if type(key) is not str or key in _TAGS:
+    user = {}
+    for key, value in (meta or {}).items():
+        if key in INTERNAL_META:
+            continue
+        if type(key) is not str or key in _TAGS:
+            return None
+        if type(value) not in _SCALARS:  # a float may be a NaN: not here
+            if not isinstance(value, str):
                 return None
-            if type(value) not in _PLAIN_META:
-                if not isinstance(value, str):
-                    return None
-                value = str.__str__(value)  # lxml's link text (CrawlSpider): a plain str
-            if user is None:
-                user = {}
-            user[key] = value
-        if user is not None:
-            data["meta"] = user
+            value = str.__str__(value)  # lxml's link text (CrawlSpider): a plain str
+        user[key] = value
+    if user:
+        data["meta"] = user
     if priority:
         data["priority"] = priority
     if dont_filter:
@@ -136,76 +140,44 @@ def _method_name(func: Any, spider: Any) -> str | None:
     return name
 
 
-#: Meta values :func:`_plain_to_json` writes as they are (a float may be a NaN: not here).
-_PLAIN_META = frozenset((str, int, bool, type(None)))
-#: What :func:`_plain_to_json` reads of a request, in one call: Scrapy's slots, the lazy
-#: parts (headers, cookies, flags, keyword arguments) last, None until first accessed.
-_PLAIN_FIELDS = operator.attrgetter(
-    "_url", "_body", "method", "_encoding", "_meta", "callback", "errback", "priority",
-    "dont_filter", "_headers", "_cookies", "_flags", "_cb_kwargs",
-)  # fmt: skip
-#: This plugin's request meta, never journaled: it is about this run's copy of the request.
-
-
 def _to_dict(request: Request, spider: Any) -> dict[str, Any]:
-    """``request.to_dict(spider=spider)``, without its search of the spider's members for the
-    name of a callback (``inspect.getmembers``: a hundred microseconds a request, for
-    every request of a crawl) where the callback is the spider's method of its own name.
-    tests/test_frontier.py holds it to Scrapy's own on many kinds of request."""
+    """``request.to_dict(spider=spider)``, without its search of the spider's members
+    (``inspect.getmembers``) where a callback is the spider's method of its own name."""
     names: list[Any] = []  # a method's name, else the callback as given (None, a str)
     for func in (request.callback, request.errback):
         if not callable(func):
             names.append(func)
-            continue
-        name = getattr(func, "__name__", None)
-        if spider is None or getattr(func, "__self__", None) is not spider or not name:
+        elif (name := _method_name(func, spider)) is not None:
+            names.append(name)
+        else:
             return request.to_dict(spider=spider)
-        if getattr(spider, name, None) != func:
-            return request.to_dict(spider=spider)
-        names.append(name)
-    data = {"url": request.url, "callback": names[0], "errback": names[1]}
+    data: dict[str, Any] = {"url": request.url, "callback": names[0], "errback": names[1]}
     data["headers"] = dict(request.headers)
     for attr in request.attributes:
         data.setdefault(attr, getattr(request, attr))
-    if type(request) is not _request_class():
+    if type(request) is not Request:
         data["_class"] = f"{type(request).__module__}.{type(request).__name__}"
     return data
-
-
-@functools.cache
-def _request_class() -> type:
-    from scrapy import Request
-
-    return Request
 
 
 def request_from_json(data: bytes, spider: Any = None) -> Request:
     """The request :func:`request_to_json` wrote. Imports nothing: its class (``_class``),
     and the classes of items in it, must be in modules already imported (ValueError else)."""
-    from scrapy import Request
-    from scrapy.utils.request import request_from_dict
-
-    d = _decode(json.loads(data))
+    d = json.loads(data, object_hook=_decoded)
     if not isinstance(d, dict):
         raise ValueError("a journaled request is not an object")
-    if "_class" in d:
-        cls = _imported_class(d["_class"])
-        if not issubclass(cls, Request):
-            raise ValueError(f"{d['_class']!r} is not a scrapy.Request subclass")
+    if "_class" in d and not issubclass(_imported_class(d["_class"]), Request):
+        raise ValueError(f"{d['_class']!r} is not a scrapy.Request subclass")
     # request_from_dict's load_object now finds the module imported: nothing is imported
     return request_from_dict(d, spider=spider)
 
 
-class Unjournalable(TypeError):
-    """A value of a type the journal cannot hold (:attr:`kind` names the type)."""
-
-    def __init__(self, kind: type, why: str = "") -> None:
-        self.kind = f"{kind.__module__}.{kind.__qualname__}"
-        super().__init__(f"a {self.kind}{why} cannot be journaled")
-
-
 def _encode(obj: Any, any_float: bool = False) -> Any:
-    kind = type(obj)
+    """``obj`` as JSON values and tags. A subclass of a builtin is written as its base
+    (lxml's ``_ElementUnicodeResult`` as a str, an ``IntEnum`` as an int, an ``OrderedDict``
+    as a dict); an item by :func:`_encode_item`. :class:`_NotForOrjson` for a NaN or an
+    infinity unless ``any_float``."""
+    kind: type = type(obj)
     if kind in _SCALARS:
         return obj
     if kind is float:
@@ -218,47 +190,27 @@ def _encode(obj: Any, any_float: bool = False) -> Any:
             if type(k) is not str or k in _TAGS:
                 pairs = [[_encode(k, any_float), _encode(v, any_float)] for k, v in obj.items()]
                 return {"__dict__": pairs}
-            kind = type(v)
+            t = type(v)
             # An empty dict or list is itself in JSON (a request has several: no call).
-            out[k] = (
-                v if kind in _SCALARS or (kind in _CONTAINERS and not v) else _encode(v, any_float)
-            )
+            out[k] = v if t in _SCALARS or (t in _CONTAINERS and not v) else _encode(v, any_float)
         return out
     if kind is list:
         return [v if type(v) in _SCALARS else _encode(v, any_float) for v in obj]
-    if kind is bytes:
+    if kind is bytes or isinstance(obj, (bytes, bytearray)):  # a body, header names and values
         return {"__bytes__": base64.b64encode(obj).decode("ascii")}
-    if kind is tuple:
-        return {"__tuple__": [_encode(v, any_float) for v in obj]}
-    if kind in (set, frozenset):
-        return {f"__{kind.__name__}__": [_encode(v, any_float) for v in obj]}
-    return _encode_other(obj, kind, any_float)
-
-
-def _encode_other(obj: Any, kind: type, any_float: bool) -> Any:
-    """The values of :func:`_encode` that are not JSON's own: subclasses of the builtins
-    (written as their base: lxml's ``_ElementUnicodeResult`` as a str, an ``IntEnum`` as an
-    int, an ``OrderedDict`` as a dict, a named tuple as a tuple), the standard library's
-    dates, times, decimals and UUIDs, and items (``scrapy.Item``, dataclass and attrs
-    instances) of a class that can be found again by its name."""
+    for base, tag in _SEQUENCES:
+        if isinstance(obj, base):
+            return {tag: [_encode(v, any_float) for v in obj]}
+    if isinstance(obj, float):
+        return _encode(float.__float__(obj), any_float)
     if isinstance(obj, str):
         return str.__str__(obj)  # a plain str of the same characters
     if isinstance(obj, int):  # bool cannot be subclassed: an int subclass
         return int.__int__(obj)
-    if isinstance(obj, float):
-        return _encode(float.__float__(obj), any_float)
-    if isinstance(obj, (bytes, bytearray)):
-        return {"__bytes__": base64.b64encode(obj).decode("ascii")}
     if isinstance(obj, dict):
         return _encode(dict(obj), any_float)
     if isinstance(obj, list):
         return _encode(list(obj), any_float)
-    if isinstance(obj, tuple):
-        return {"__tuple__": [_encode(v, any_float) for v in obj]}
-    if isinstance(obj, frozenset):
-        return {"__frozenset__": [_encode(v, any_float) for v in obj]}
-    if isinstance(obj, set):
-        return {"__set__": [_encode(v, any_float) for v in obj]}
     if isinstance(obj, datetime.datetime):
         zone = _zone_key(obj.tzinfo)
         if zone is None and not obj.fold:
@@ -274,19 +226,22 @@ def _encode_other(obj: Any, kind: type, any_float: bool) -> Any:
         return {"__decimal__": str(obj)}
     if isinstance(obj, uuid.UUID):
         return {"__uuid__": str(obj)}
-    from scrapy import Item
+    return _encode_item(obj, kind, any_float)
 
-    if isinstance(obj, Item):
-        return {"__item__": [*_class_path(kind), _encode(dict(obj), any_float)]}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        names = _dataclass_fields(kind)
-        fields = {name: getattr(obj, name) for name, _ in names}
-        return {"__dataclass__": [*_class_path(kind), _encode(fields, any_float)]}
+
+def _encode_item(obj: Any, kind: type, any_float: bool) -> Any:
+    """An item (``scrapy.Item``, dataclass, attrs instance) with the path of its class
+    (apart from :func:`_encode`, whose ``obj`` its comprehensions would make a cell)."""
     attr = sys.modules.get("attr")  # an attrs instance has it imported
-    if attr is not None and attr.has(kind):
-        fields = {a.name: getattr(obj, a.name) for a in attr.fields(kind)}
-        return {"__attrs__": [*_class_path(kind), _encode(fields, any_float)]}
-    raise Unjournalable(kind)
+    if isinstance(obj, Item):
+        tag, fields = "__item__", dict(obj)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        tag, fields = "__dataclass__", {n: getattr(obj, n) for n, _ in _dataclass_fields(kind)}
+    elif attr is not None and attr.has(kind):
+        tag, fields = "__attrs__", {a.name: getattr(obj, a.name) for a in attr.fields(kind)}
+    else:
+        raise Unjournalable(kind)
+    return {tag: [*_class_path(kind), _encode(fields, any_float)]}
 
 
 def _zone_key(tzinfo: Any) -> str | None:
@@ -325,13 +280,11 @@ def _dataclass_fields(cls: type) -> tuple[tuple[str, bool], ...]:
     return tuple((f.name, f.init) for f in dataclasses.fields(cls))
 
 
-def _decode(obj: Any) -> Any:
-    if isinstance(obj, list):
-        return [_decode(v) for v in obj]
-    if not isinstance(obj, dict):
-        return obj
+def _decoded(obj: dict[str, Any]) -> Any:
+    """``json.loads``' ``object_hook``: an object as it is, a tagged one as its value (its
+    parts, read first, are decoded already)."""
     if not any(k in _TAGS for k in obj):
-        return {k: _decode(v) for k, v in obj.items()}
+        return obj
     if len(obj) != 1:
         raise ValueError(f"a tag among other keys: {sorted(obj)[:5]}")
     ((tag, value),) = obj.items()
@@ -368,12 +321,18 @@ def _decode_timedelta(value: Any) -> datetime.timedelta:
     return datetime.timedelta(days=days, seconds=seconds, microseconds=microseconds)
 
 
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"not a string: {value!r}")
+    return value
+
+
 _DECODERS: dict[str, Callable[[Any], Any]] = {
     "__bytes__": lambda value: base64.b64decode(value, validate=True),
-    "__tuple__": lambda value: tuple(_decode(value)),
-    "__set__": lambda value: set(_decode(value)),
-    "__frozenset__": lambda value: frozenset(_decode(value)),
-    "__dict__": lambda value: {_decode(k): _decode(v) for k, v in value},
+    "__tuple__": tuple,
+    "__set__": set,
+    "__frozenset__": frozenset,
+    "__dict__": lambda value: dict(map(tuple, value)),
     "__datetime__": _decode_datetime,
     "__date__": datetime.date.fromisoformat,
     "__time__": _decode_time,
@@ -383,49 +342,37 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"not a string: {value!r}")
-    return value
-
-
 def _decode_item(tag: str, value: Any) -> Any:
     """An item of a class looked up in the modules already imported, and checked to be of
-    the kind its tag says before it is made: a ``scrapy.Item``, a dataclass, an attrs class."""
-    from scrapy import Item
-
+    the kind its tag says before it is made: a ``scrapy.Item``, a dataclass, an attrs class.
+    Made with ``cls(**arguments)``, then every field set as it was written (what
+    ``__post_init__`` or a converter made of them aside): it equals the one journaled."""
     module, qualname, fields = value
-    cls = _imported_class(f"{module}.{qualname}", module)
-    fields = _decode(fields)
+    path = f"{module}.{qualname}"
+    cls = _imported_class(path, module)
     if not isinstance(fields, dict) or not all(isinstance(k, str) for k in fields):
-        raise ValueError(f"the fields of a {module}.{qualname} are not an object")
+        raise ValueError(f"the fields of a {path} are not an object")
     if tag == "__item__":
         if not issubclass(cls, Item):
-            raise ValueError(f"{module}.{qualname} is not a scrapy.Item subclass")
+            raise ValueError(f"{path} is not a scrapy.Item subclass")
         return cls(fields)
     if tag == "__dataclass__":
         if not dataclasses.is_dataclass(cls):
-            raise ValueError(f"{module}.{qualname} is not a dataclass")
+            raise ValueError(f"{path} is not a dataclass")
         names = {name: name if passed else None for name, passed in _dataclass_fields(cls)}
     else:
         attr = sys.modules.get("attr")
         if attr is None or not attr.has(cls):
-            raise ValueError(f"{module}.{qualname} is not an attrs class")
+            raise ValueError(f"{path} is not an attrs class")
         names = {
             a.name: (getattr(a, "alias", None) or a.name.lstrip("_")) if a.init else None
             for a in attr.fields(cls)
         }
     if not fields.keys() <= names.keys():
-        raise ValueError(f"not fields of {module}.{qualname}: {sorted(fields - names.keys())}")
-    return _made(cls, {name: v for k, v in fields.items() if (name := names[k])}, fields)
-
-
-def _made(cls: type, arguments: dict[str, Any], fields: dict[str, Any]) -> Any:
-    """``cls(**arguments)``, then every field set as it was written (what ``__post_init__``
-    or a converter made of them aside): the instance equals the one journaled."""
-    obj = cls(**arguments)
-    for name, value in fields.items():
-        object.__setattr__(obj, name, value)
+        raise ValueError(f"not fields of {path}: {sorted(fields - names.keys())}")
+    obj = cls(**{name: v for k, v in fields.items() if (name := names[k])})
+    for name, v in fields.items():
+        object.__setattr__(obj, name, v)
     return obj
 
 

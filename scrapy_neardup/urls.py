@@ -33,56 +33,15 @@ __all__ = [
 #: prefixes ending in ``*``; matched case-insensitively.
 DEFAULT_STRIP_PARAMS: tuple[str, ...] = (
     # campaign tags: Google Analytics / Urchin, Matomo, HubSpot ads
-    "utm_*",
-    "mtm_*",
-    "hsa_*",
-    "pk_campaign",
-    "pk_kwd",
+    *"utm_* mtm_* hsa_* pk_campaign pk_kwd".split(),
     # ad-click identifiers
-    "fbclid",
-    "gclid",
-    "gclsrc",
-    "gbraid",
-    "wbraid",
-    "dclid",
-    "msclkid",
-    "yclid",
-    "twclid",
-    "ttclid",
-    "li_fat_id",
-    "igshid",
-    "igsh",
-    "epik",
-    "rb_clickid",
-    "s_cid",
-    "wickedid",
+    *"fbclid gclid gclsrc gbraid wbraid dclid msclkid yclid twclid ttclid li_fat_id".split(),
+    *"igshid igsh epik rb_clickid s_cid wickedid".split(),
     # analytics and mailing-list tracking
-    "_ga",
-    "_gl",
-    "_hsenc",
-    "_hsmi",
-    "__hssc",
-    "__hstc",
-    "__hsfp",
-    "_openstat",
-    "mc_cid",
-    "mc_eid",
-    "mkt_tok",
-    "oly_anon_id",
-    "oly_enc_id",
-    "vero_id",
-    "vero_conv",
-    "ref_src",
-    "spm",
+    *"_ga _gl _hsenc _hsmi __hssc __hstc __hsfp _openstat mc_cid mc_eid mkt_tok".split(),
+    *"oly_anon_id oly_enc_id vero_id vero_conv ref_src spm".split(),
     # session identifiers
-    "sessionid",
-    "session_id",
-    "jsessionid",
-    "phpsessid",
-    "aspsessionid*",
-    "cfid",
-    "cftoken",
-    "sid",
+    *"sessionid session_id jsessionid phpsessid aspsessionid* cfid cftoken sid".split(),
 )
 
 _SCHEME_RE = re.compile(r"[a-z][a-z0-9+.-]*")
@@ -190,12 +149,9 @@ _DOT_SEGMENT = re.compile(r"/\.\.?(?:/|$)")
 
 
 def _plain_canonical(url: str, rules: _Rules, strip_trailing_slash: bool) -> str | None:
-    """:func:`canonical_url` of a plain URL (:data:`_PLAIN_URL`, no dot segment), else None.
-
-    Our own, because the URL filter runs for every request on the reactor thread and w3lib
-    parses, unquotes and quotes every part of every URL (``bench_urlfilter.py``). Its output
-    is w3lib's plus the cleanups, to the character (tests/test_urls.py), so saved fingerprints
-    stay valid; a WHATWG parser such as ada-url would not give that."""
+    """:func:`canonical_url` of a plain URL (:data:`_PLAIN_URL`, no dot segment), else None:
+    w3lib's output plus the cleanups, to the character (tests/test_urls.py), by string
+    operations alone (``docs/design.md#canonical-urls``)."""
     match = _PLAIN_URL.fullmatch(url)
     if match is None:
         return None

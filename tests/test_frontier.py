@@ -34,16 +34,9 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_neardup import request_codec
 from scrapy_neardup.exceptions import StateError
-from scrapy_neardup.frontier import (
-    FRONTIER_META,
-    PARENT_META,
-    RECOVERED_META,
-    REQUEST_FORMAT,
-    Frontier,
-    Unjournalable,
-    request_from_json,
-    request_to_json,
-)
+from scrapy_neardup.frontier import REQUEST_FORMAT, Frontier
+from scrapy_neardup.meta import FRONTIER_META, PARENT_META, RECOVERED_META
+from scrapy_neardup.request_codec import Unjournalable, request_from_json, request_to_json
 from scrapy_neardup.state import NearDupState
 from scrapy_neardup.storage.statedb import STATE_FILE, StateDB
 from scrapy_neardup.urls import url_fingerprint

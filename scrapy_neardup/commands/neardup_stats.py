@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -79,27 +78,39 @@ class Command(ScrapyCommand):
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        from scrapy_neardup.report import reset_redis, summarize, summarize_redis
+        from scrapy_neardup import report, report_html
 
-        where = self._redis_crawl(args, opts) if opts.redis_url or opts.reset else self._dir(args)
+        crawl = self._redis_crawl(args, opts) if opts.redis_url or opts.reset else self._dir(args)
+        out = None  # the file being written
         try:
-            if opts.reset:
-                assert isinstance(where, tuple)
-                deleted = reset_redis(*where)
-                print(f"neardup-stats: deleted {deleted} keys of crawl {where[1]!r} in {where[0]}")
-                return
-            if opts.html or opts.drops:
-                self._write_audit(opts, where)
-                return
-            if isinstance(where, Path):
-                summary = summarize(where, opts.top)
+            if isinstance(crawl, tuple) and opts.reset:
+                deleted = report.reset_redis(*crawl)
+                print(f"neardup-stats: deleted {deleted} keys of crawl {crawl[1]!r} in {crawl[0]}")
+            elif opts.html or opts.drops:
+                if opts.max_drops < 0:
+                    raise UsageError("--max-drops must be 0 or more")
+                if out := opts.drops:
+                    count = report_html.drops(crawl, out)
+                    print(f"neardup-stats: wrote {out}: {count} drops")
+                if out := opts.html:
+                    page, counts = report_html.page(crawl, max_drops=opts.max_drops)
+                    Path(out).write_text(page, encoding="utf-8")
+                    print(
+                        f"neardup-stats: wrote {out}: {counts['shown']} of {counts['drops']} "
+                        f"drops shown, {counts['texts']} with both texts, {counts['lossy']} "
+                        "lose text"
+                    )
             else:
-                summary = summarize_redis(*where, opts.top)
+                summary = report.summary_of(crawl, opts.top)
+                print(json.dumps(summary, indent=2) if opts.json else report.render(summary))
         except NearDupError as exc:
             print(f"neardup-stats: {exc}")
             self.exitcode = 1
-            return
-        print(json.dumps(summary, indent=2) if opts.json else _render(summary))
+        except OSError as exc:
+            if out is None:
+                raise
+            print(f"neardup-stats: cannot write {out}: {exc.strerror or exc}")
+            self.exitcode = 1
 
     def _dir(self, args: list[str]) -> Path:
         from scrapy_neardup.config import state_dir_from
@@ -132,42 +143,3 @@ class Command(ScrapyCommand):
                 "give --key-prefix: the crawl's NEARDUP_KEY_PREFIX, or its spider's name"
             )
         return url, prefix
-
-    def _write_audit(self, opts: argparse.Namespace, where: Path | tuple[str, str]) -> None:
-        """The --html page and the --drops lines of a state directory, or of a Redis crawl
-        (its URL and key prefix)."""
-        from scrapy_neardup import report_html as audit
-
-        if opts.max_drops < 0:
-            raise UsageError("--max-drops must be 0 or more")
-        out = opts.html or opts.drops
-        try:
-            if opts.drops:
-                if isinstance(where, Path):
-                    count = audit.drops_for_dir(where, opts.drops)
-                else:
-                    count = audit.drops_for_redis(*where, opts.drops)
-                print(f"neardup-stats: wrote {opts.drops}: {count} drops")
-            if opts.html:
-                out = opts.html
-                if isinstance(where, Path):
-                    page, counts = audit.page_for_dir(where, max_drops=opts.max_drops)
-                else:
-                    page, counts = audit.page_for_redis(*where, max_drops=opts.max_drops)
-                Path(opts.html).write_text(page, encoding="utf-8")
-                print(
-                    f"neardup-stats: wrote {opts.html}: {counts['shown']} of {counts['drops']} "
-                    f"drops shown, {counts['texts']} with both texts, {counts['lossy']} lose text"
-                )
-        except NearDupError as exc:
-            print(f"neardup-stats: {exc}")
-            self.exitcode = 1
-        except OSError as exc:
-            print(f"neardup-stats: cannot write {out}: {exc.strerror or exc}")
-            self.exitcode = 1
-
-
-def _render(summary: dict[str, Any]) -> str:
-    from scrapy_neardup.report import render
-
-    return render(summary)
