@@ -1,10 +1,9 @@
 """I-Match (Chowdhury et al., ACM TOIS 2002) with lexicon randomisation (Kołcz et al., KDD 2004).
 
-Promises: a signature is the SHA-1 of a document's unique terms of middling IDF (wordfreq's
-frequencies, read here), plus ``lexicons`` further signatures over fixed random thinnings of
-the lexicon, so one changed kept word does not hide a copy; documents sharing any signature
-are candidates (one bucket lookup each, word order irrelevant). Pure maths: no Scrapy, no
-storage. Rationale and parameters: ``docs/design.md#imatch``.
+A signature is the SHA-1 of a document's unique terms of middling IDF (wordfreq's frequencies,
+read here), plus ``lexicons`` more over fixed random thinnings of the lexicon, so one changed
+kept word does not hide a copy; documents sharing any one are candidates.
+Rationale and parameters: ``docs/design.md#imatch``.
 """
 
 from __future__ import annotations
@@ -18,13 +17,14 @@ import threading
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xxhash
 
-from scrapy_neardup.backends.base import Backend
+from scrapy_neardup.backends.base import Backend, unpack
 from scrapy_neardup.text import CJK_CHARS, HAN_CHARS, TOKEN_HASH, Document, fmix64, hash_tokens
 
 DEFAULT_LANGUAGES = ("en", "zh", "de", "fr", "es", "it", "nl", "pt", "sv", "pl", "cs", "ru", "fi")
@@ -46,12 +46,7 @@ class Lexicon:
     hashes: np.ndarray  # uint64
     zipf: np.ndarray  # uint16, Zipf value in hundredths (wordfreq's centibel buckets)
 
-    @property
-    def nbytes(self) -> int:
-        return self.hashes.nbytes + self.zipf.nbytes
 
-
-_lexicons: dict[tuple[tuple[str, ...], int], Lexicon] = {}
 _lexicon_lock = threading.Lock()
 
 
@@ -75,14 +70,8 @@ def lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:
     """The lexicon of ``languages`` restricted to Zipf values of at least ``floor``/100 (a
     word rarer than that in every language is out, like an unknown word); built once per
     process and shared."""
-    key = (languages, floor)
-    found = _lexicons.get(key)
-    if found is None:
-        with _lexicon_lock:
-            found = _lexicons.get(key)
-            if found is None:
-                found = _lexicons[key] = build_lexicon(languages, floor)
-    return found
+    with _lexicon_lock:
+        return _cached_lexicon(languages, floor)
 
 
 def _frequency_buckets(lang: str) -> Iterator[tuple[int, list[str]]]:
@@ -107,8 +96,9 @@ def _frequency_buckets(lang: str) -> Iterator[tuple[int, list[str]]]:
 
 
 def build_lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:
-    hashes: list[np.ndarray] = []
-    zipfs: list[np.ndarray] = []
+    """The lexicon that :func:`lexicon` shares, built anew."""
+    hashes = [np.zeros(0, dtype=np.uint64)]
+    zipfs = [np.zeros(0, dtype=np.uint16)]
     for lang in languages:
         for zipf, bucket in _frequency_buckets(lang):
             if zipf < floor:
@@ -118,15 +108,13 @@ def build_lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:
             if words:
                 hashes.append(hash_tokens(words))
                 zipfs.append(np.full(len(words), zipf, dtype=np.uint16))
-    if not hashes:
-        return Lexicon(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint16))
-    all_hashes = np.concatenate(hashes)
-    all_zipf = np.concatenate(zipfs)
+    all_hashes, all_zipf = np.concatenate(hashes), np.concatenate(zipfs)
     order = np.lexsort((-all_zipf.astype(np.int32), all_hashes))  # by hash, highest Zipf first
-    all_hashes, all_zipf = all_hashes[order], all_zipf[order]
-    first = np.ones(len(all_hashes), dtype=bool)
-    first[1:] = all_hashes[1:] != all_hashes[:-1]
-    return Lexicon(all_hashes[first], all_zipf[first])
+    unique, first = np.unique(all_hashes[order], return_index=True)
+    return Lexicon(unique, all_zipf[order][first])
+
+
+_cached_lexicon = cache(build_lexicon)
 
 
 class IMatchBackend(Backend):
@@ -149,24 +137,17 @@ class IMatchBackend(Backend):
         if isinstance(languages, str):
             languages = [s.strip() for s in languages.split(",") if s.strip()]
         languages = tuple(sorted(set(languages)))
-        if not languages:
-            raise ValueError("imatch languages must name at least one language")
-        missing = sorted(set(languages) - set(available_languages()))
-        if missing:
-            raise ValueError(
-                f"imatch languages {missing} have no wordfreq {_WORDLIST!r} list; "
-                f"choose among {available_languages()}"
-            )
-        if not 1.0 <= low <= high <= 9.0:
-            raise ValueError(f"imatch needs 1 <= low <= high <= 9 (Zipf), got {low}, {high}")
-        if not 0 <= lexicons <= 64:
-            raise ValueError(f"imatch lexicons must be 0..64, got {lexicons}")
-        if not 0.0 < keep < 1.0:
-            raise ValueError(f"imatch keep must be in (0, 1), got {keep}")
-        if not 1 <= min_terms <= 10_000:
-            raise ValueError(f"imatch min_terms must be 1..10000, got {min_terms}")
-        if not 0.0 <= min_known <= 1.0:
-            raise ValueError(f"imatch min_known must be in [0, 1], got {min_known}")
+        self.require(bool(languages), "languages must name at least one language")
+        known = available_languages()
+        missing = sorted(set(languages) - set(known))
+        self.require(
+            not missing, f"languages {missing} have no wordfreq list; choose among {known}"
+        )
+        self.require(1.0 <= low <= high <= 9.0, f"needs 1 <= low <= high <= 9, got {low}, {high}")
+        self.require(0 <= lexicons <= 64, f"lexicons must be 0..64, got {lexicons}")
+        self.require(0.0 < keep < 1.0, f"keep must be in (0, 1), got {keep}")
+        self.require(1 <= min_terms <= 10_000, f"min_terms must be 1..10000, got {min_terms}")
+        self.require(0.0 <= min_known <= 1.0, f"min_known must be in [0, 1], got {min_known}")
         self.low = float(low)
         self.high = float(high)
         self.lexicons = lexicons
@@ -251,6 +232,4 @@ class IMatchBackend(Backend):
         return signature.astype("<u8", copy=False).tobytes()
 
     def decode(self, data: bytes) -> np.ndarray:
-        if len(data) != 8 * self._slots:
-            raise ValueError(f"imatch signature must be {8 * self._slots} bytes, got {len(data)}")
-        return np.frombuffer(data, dtype="<u8").astype(np.uint64)
+        return unpack(data, "<u8", "imatch signature", self._slots)

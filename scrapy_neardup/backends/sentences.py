@@ -1,9 +1,8 @@
 """Longest-sentences signature: the hash of a document's ``n`` longest sentences.
 
-Promises: two copies of an article that keep its ``n`` longest distinct sentences (compared by
-their words, whatever punctuation, spacing, template and order around them) share a signature;
-a document with fewer than ``n`` sentences of ``min_chars`` has none and never matches. One
-pass, one hash, one bucket. Pure maths: no Scrapy, no storage.
+Two copies of an article that keep its ``n`` longest distinct sentences (compared by their
+words, whatever punctuation, spacing, template and order around them) share a signature; a
+document with fewer than ``n`` sentences of ``min_chars`` has none and never matches.
 Rationale and parameters: ``docs/design.md#sentences``.
 """
 
@@ -85,20 +84,15 @@ class SentencesBackend(Backend):
     name = "sentences"
 
     def __init__(self, n: int = 3, min_chars: int = 10, min_length_ratio: float = 0.8) -> None:
-        if not 1 <= n <= 16:
-            raise ValueError(f"sentences n must be 1..16, got {n}")
-        if not 1 <= min_chars <= 1000:
-            raise ValueError(f"sentences min_chars must be 1..1000, got {min_chars}")
-        if not 0.0 <= min_length_ratio <= 1.0:
-            raise ValueError(
-                f"sentences min_length_ratio must be in [0, 1], got {min_length_ratio}"
-            )
+        self.require(1 <= n <= 16, f"n must be 1..16, got {n}")
+        self.require(1 <= min_chars <= 1000, f"min_chars must be 1..1000, got {min_chars}")
+        ratio = min_length_ratio
+        self.require(0.0 <= ratio <= 1.0, f"min_length_ratio must be in [0, 1], got {ratio}")
         self.n = n
         self.min_chars = min_chars
         self.min_length_ratio = min_length_ratio
 
     def params(self) -> dict[str, Any]:
-        # min_length_ratio only changes the match test, but saved state is cheap to refuse.
         return {
             "n": self.n,
             "min_chars": self.min_chars,
@@ -121,9 +115,11 @@ class SentencesBackend(Backend):
 
     def signature(self, doc: Document) -> SentencesSignature:
         chosen, total = self.longest(doc)
-        if len(chosen) < self.n:
-            return SentencesSignature(_NO_HASH, min(total, _U32))
-        digest = xxhash.xxh3_128_digest("\n".join(sorted(chosen)).encode("utf-8", "surrogatepass"))
+        digest = _NO_HASH
+        if len(chosen) == self.n:
+            digest = xxhash.xxh3_128_digest(
+                "\n".join(sorted(chosen)).encode("utf-8", "surrogatepass")
+            )
         return SentencesSignature(digest, min(total, _U32))
 
     def bucket_keys(self, signature: SentencesSignature) -> list[int]:
@@ -142,6 +138,5 @@ class SentencesBackend(Backend):
         return signature.digest + signature.length.to_bytes(4, "little")
 
     def decode(self, data: bytes) -> SentencesSignature:
-        if len(data) != 20:
-            raise ValueError(f"sentences signature must be 20 bytes, got {len(data)}")
+        data = self.sized(data, 20)
         return SentencesSignature(data[:16], int.from_bytes(data[16:], "little"))

@@ -1,10 +1,9 @@
 """SpotSigs, after Theobald, Siddharth and Paepcke (SIGIR 2008).
 
-Promises: spot signatures (a frequent stopword of the text's language followed by a chain of
-the next non-stopwords, :mod:`scrapy_neardup.stopwords`) come almost only from running text;
+Spot signatures (a frequent stopword of the text's language followed by a chain of the next
+non-stopwords, :mod:`scrapy_neardup.stopwords`) come almost only from running text;
 candidates are pruned by length partitions and an inverted index without losing any pair at
-or above the Jaccard threshold. Pure maths: no Scrapy, no storage.
-Rationale and parameters: ``docs/design.md#spotsigs``.
+or above the Jaccard threshold. Rationale and parameters: ``docs/design.md#spotsigs``.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_neardup.backends.base import Backend
+from scrapy_neardup.backends.base import Backend, unpack
 from scrapy_neardup.stopwords import (
     CHINESE_ANTECEDENTS,
     CHINESE_STOPWORDS,
@@ -28,10 +27,8 @@ from scrapy_neardup.stopwords import (
 )
 from scrapy_neardup.text import TOKEN_HASH, Document, hash_tokens, shingle_hashes
 
-_EPSILON = 1e-9
+_EPSILON = 1e-9  # keeps a pair at exactly the threshold: 0.55 * 100 is 55.00000000000001
 _ANCHOR = "\x00"  # marks the antecedent of an anchored spot (a page in no known language)
-
-
 CANDIDATE_FLOOR = 0.2
 
 
@@ -51,20 +48,13 @@ class SpotSigsBackend(Backend):
         languages: Sequence[str] | None = None,
         anchors: int = 4,
     ) -> None:
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"spotsigs threshold must be in (0, 1], got {threshold}")
-        if not 1 <= min_spots <= 1000:
-            raise ValueError(f"spotsigs min_spots must be 1..1000, got {min_spots}")
-        if not 1 <= chain <= 8:
-            raise ValueError(f"spotsigs chain must be 1..8, got {chain}")
+        self.require(0.0 < threshold <= 1.0, f"threshold must be in (0, 1], got {threshold}")
+        self.require(1 <= min_spots <= 1000, f"min_spots must be 1..1000, got {min_spots}")
+        self.require(1 <= chain <= 8, f"chain must be 1..8, got {chain}")
+        self.require(0 <= anchors <= 64, f"anchors must be 0..64 (0: none), got {anchors}")
         self.threshold = threshold
         self.chain = chain
-        # A page with a handful of spots (a list of links, a language without a list) would
-        # match another one on a single shared line: below this floor a document is never
-        # indexed or matched (the exact hash still applies).
-        self.min_spots = min_spots
-        if not 0 <= anchors <= 64:
-            raise ValueError(f"spotsigs anchors must be 0..64 (0: none), got {anchors}")
+        self.min_spots = min_spots  # fewer spots: never indexed or matched (a list of links)
         self.anchors = anchors
         self.fixed: LanguageWords | None = None
         if antecedents is not None or stopwords is not None:
@@ -76,10 +66,8 @@ class SpotSigsBackend(Backend):
         else:
             self.languages = tuple(LANGUAGES) if languages is None else tuple(languages)
             unknown = sorted(set(self.languages) - LANGUAGES.keys())
-            if unknown or not self.languages:
-                raise ValueError(
-                    f"spotsigs languages {unknown or '[]'} unknown; choose from {sorted(LANGUAGES)}"
-                )
+            valid = bool(self.languages) and not unknown
+            self.require(valid, f"languages {unknown} unknown; choose from {sorted(LANGUAGES)}")
 
     def params(self) -> dict[str, Any]:
         if self.fixed is not None:
@@ -158,9 +146,8 @@ class SpotSigsBackend(Backend):
         if not spots:
             return np.empty(0, dtype=np.uint64)
         width = self.chain + 1
-        flat = hash_tokens([w for spot in spots for w in spot]).reshape(-1, width)
-        hashes = shingle_hashes(flat.ravel(), width)[::width]
-        return np.unique(hashes)
+        hashes = shingle_hashes(hash_tokens([w for spot in spots for w in spot]), width)
+        return np.unique(hashes[::width])
 
     @classmethod
     def similar_candidates(cls, shingles: int, spots: bool) -> dict[str, Any]:
@@ -170,8 +157,7 @@ class SpotSigsBackend(Backend):
         return {"chain": SPOT_CHAIN, "threshold": SPOT_SIMILARITY} if spots else {}
 
     def _at_least(self, size: int) -> int:
-        """The fewest of ``size`` spots that can reach the threshold. The epsilon keeps a pair
-        at exactly the threshold: 0.55 * 100 is 55.00000000000001 in floating point."""
+        """The fewest of ``size`` spots that can reach the threshold."""
         return math.ceil(self.threshold * size - _EPSILON)
 
     def prefix_length(self, size: int) -> int:
@@ -192,22 +178,23 @@ class SpotSigsBackend(Backend):
         its site)."""
         if min(len(a), len(b)) < self.min_spots:
             return None
-        common = len(np.intersect1d(a, b, assume_unique=True))
-        jaccard = common / (len(a) + len(b) - common)
+        jaccard = _jaccard(a, b)
         return jaccard if jaccard >= CANDIDATE_FLOOR else None
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:
         small, large = sorted((len(a), len(b)))
         if small < self.min_spots or small < self._at_least(large):  # length partition
             return None
-        common = len(np.intersect1d(a, b, assume_unique=True))
-        jaccard = common / (len(a) + len(b) - common)
+        jaccard = _jaccard(a, b)
         return jaccard if jaccard >= self.threshold - _EPSILON else None
 
     def encode(self, signature: np.ndarray) -> bytes:
         return signature.astype("<u8", copy=False).tobytes()
 
     def decode(self, data: bytes) -> np.ndarray:
-        if len(data) % 8:
-            raise ValueError(f"spotsigs signature length must be a multiple of 8, got {len(data)}")
-        return np.frombuffer(data, dtype="<u8").astype(np.uint64)
+        return unpack(data, "<u8", "spotsigs signature")
+
+
+def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    common = len(np.intersect1d(a, b, assume_unique=True))
+    return common / (len(a) + len(b) - common)

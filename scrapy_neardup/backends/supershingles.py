@@ -1,9 +1,8 @@
 """Broder's super-shingles (1997, 2000) over the ``minhash`` backend's min-hash values.
 
-Promises: the ``m`` min-hash values (those of :class:`MinHashBackend`, bit for bit) are cut
-into ``m'`` groups, each hashed into a super-shingle; a bucket per combination of ``b``
-super-shingles ("megashingles") makes every pair agreeing on ``b`` of them share a bucket.
-Pure maths: no Scrapy, no storage. Rationale and parameters: ``docs/design.md#supershingles``.
+The min-hash values of :class:`MinHashBackend` are cut into ``groups``, each hashed into a
+super-shingle; a bucket per combination of ``b`` super-shingles ("megashingles") makes every
+pair agreeing on ``b`` of them share a bucket. Rationale: ``docs/design.md#supershingles``.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from scrapy_neardup.backends.base import Backend
+from scrapy_neardup.backends.base import Backend, unpack
 from scrapy_neardup.backends.minhash import MinHashBackend
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
@@ -36,17 +35,11 @@ class SuperShinglesBackend(Backend):
         shingles: str | ShingleSpec = "word:3",
         seed: int = 1,
     ) -> None:
-        if not 1 <= groups <= num_perm or num_perm % groups:
-            raise ValueError(
-                f"supershingles groups must divide num_perm ({num_perm}), got {groups}"
-            )
-        if not 1 <= b <= groups:
-            raise ValueError(f"supershingles b must be 1..groups ({groups}), got {b}")
-        if comb(groups, b) > _MAX_BUCKETS:
-            raise ValueError(
-                f"supershingles groups={groups}, b={b} gives {comb(groups, b)} buckets per "
-                f"document (at most {_MAX_BUCKETS})"
-            )
+        divides = 1 <= groups <= num_perm and num_perm % groups == 0
+        self.require(divides, f"groups must divide num_perm ({num_perm}), got {groups}")
+        self.require(1 <= b <= groups, f"b must be 1..groups ({groups}), got {b}")
+        buckets = f"{comb(groups, b)} buckets per document (at most {_MAX_BUCKETS})"
+        self.require(comb(groups, b) <= _MAX_BUCKETS, f"groups={groups}, b={b} gives {buckets}")
         # MinHashBackend validates num_perm and shingles; its threshold and banding are unused.
         self.minhash = MinHashBackend(num_perm=num_perm, shingles=shingles, seed=seed)
         self.num_perm = num_perm
@@ -101,8 +94,4 @@ class SuperShinglesBackend(Backend):
         return signature.astype("<u8", copy=False).tobytes()
 
     def decode(self, data: bytes) -> np.ndarray:
-        if len(data) != 8 * self.groups:
-            raise ValueError(
-                f"supershingles signature must be {8 * self.groups} bytes, got {len(data)}"
-            )
-        return np.frombuffer(data, dtype="<u8").astype(np.uint64)
+        return unpack(data, "<u8", "supershingles signature", self.groups)
