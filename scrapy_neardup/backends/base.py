@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+import xxhash
 
 from scrapy_neardup.text import Document
 
@@ -133,6 +134,12 @@ def unpack(data: bytes | memoryview, dtype: str, what: str, count: int | None = 
     if len(data) % size:
         raise ValueError(f"{what} must be a multiple of {size} bytes, got {len(data)}")
     return np.frombuffer(data, dtype=dtype).astype(dtype[1:])
+
+
+def band_keys(bands: Iterable[bytes]) -> list[int]:
+    """A bucket key per band: the xxh3-64 of its bytes, seeded by its position, so that equal
+    contents of two bands give two keys."""
+    return [xxhash.xxh3_64_intdigest(band, seed=i) for i, band in enumerate(bands)]
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:

@@ -13,9 +13,8 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-import xxhash
 
-from scrapy_neardup.backends.base import Backend, splitmix64
+from scrapy_neardup.backends.base import Backend, band_keys, splitmix64
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
 WEIGHTINGS = ("tf", "log", "binary")
@@ -47,12 +46,9 @@ def term_vector(
 
 
 def projections(features: np.ndarray, weights: np.ndarray, bits: int, seed: int) -> np.ndarray:
-    """``weights @ H`` for the ``bits`` Gaussian hyperplanes ``H`` (one row per feature).
-
-    Row ``f`` of ``H`` is a function of the feature hash alone: splitmix64 of
-    ``hash + seed + (k + 1) * golden`` for ``k < bits / 4`` gives 64 bits, cut into four
-    16-bit uniforms, each mapped to a normal quantile. So two documents sharing a feature
-    project it on the same hyperplanes, and nothing is stored but the table of quantiles."""
+    """``weights @ H`` for the ``bits`` Gaussian hyperplanes ``H`` (one row per feature). Row
+    ``f`` is a function of the feature hash alone: splitmix64 of ``hash + seed + (k + 1) *
+    golden`` for ``k < bits / 4``, cut into 16-bit uniforms, each mapped to a normal quantile."""
     table = _gaussian_table()
     words = bits // 4
     steps = (np.arange(1, words + 1, dtype=np.uint64) * _GOLDEN)[None, :]
@@ -80,13 +76,9 @@ def band_recall(cos: float, bands: int, rows: int) -> float:
 def optimal_bands(
     threshold: float, recall: float = 0.99, population: int = 100_000, candidates: float = 10.0
 ) -> tuple[int, int]:
-    """(bands, rows): the fewest bands that find a pair at ``threshold`` with probability
-    ``recall`` while a query verifies at most ``candidates`` of ``population`` unrelated
-    signatures (cosine 0, so each bit agrees with probability 1/2) on average.
-
-    Fewer rows per band would need fewer bands for the recall, but let in twice as many
-    unrelated signatures per row dropped; so the rows are the fewest that meet the candidate
-    budget, and the bands the fewest that then meet the recall."""
+    """(bands, rows): the fewest rows whose bands let a query verify at most ``candidates``
+    of ``population`` unrelated signatures (each bit agrees with probability 1/2) on average,
+    and the fewest such bands that find a pair at ``threshold`` with probability ``recall``."""
     p = collision_probability(threshold)
     for rows in range(1, 64):
         bands = math.ceil(math.log(1.0 - recall) / math.log1p(-(p**rows)))
@@ -147,9 +139,8 @@ class CosineBackend(Backend):
         }
 
     def signature(self, doc: Document) -> int:
-        """The hyperplane bits as one integer, bit ``i`` set when projection ``i`` is positive.
-        0 for a document without features: every projection is 0 (a real document has all
-        of its ``bits`` projections non-positive with probability 2**-bits)."""
+        """The hyperplane bits as one integer, bit ``i`` set when projection ``i`` is positive;
+        0 (never matched) for a document without features."""
         features, weights = term_vector(doc, self.shingles, self.weighting)
         if len(features) == 0:
             return 0
@@ -160,12 +151,9 @@ class CosineBackend(Backend):
         if signature == 0:
             return []
         rows, mask = self.rows, self._mask
-        return [
-            xxhash.xxh3_64_intdigest(
-                ((signature >> (band * rows)) & mask).to_bytes(8, "little"), seed=band
-            )
-            for band in range(self.bands)
-        ]
+        return band_keys(
+            ((signature >> (i * rows)) & mask).to_bytes(8, "little") for i in range(self.bands)
+        )
 
     def estimate(self, a: int, b: int) -> float:
         """cos(pi * d / bits) for ``d`` differing bits: Charikar's estimate of the cosine."""

@@ -28,12 +28,9 @@ _NONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # no fingerprint (a shingle with a word i
 
 
 def winnow(sequence: np.ndarray, lines: np.ndarray | None = None) -> np.ndarray:
-    """The sorted distinct fingerprints of a word 3-shingle hash sequence (see the module
-    docstring); none for a text under ``MIN_WORDS`` (50) words, which only its backend
-    proposes (an excerpt that short says too little to be dropped as one). A shingle with a
-    word in a line of fewer than ``MIN_LINE`` (20) words, given the words of each line
-    (``lines``), is never one, but for the first and the last line, where an excerpt is
-    cut."""
+    """The sorted distinct fingerprints of a word 3-shingle hash sequence; none for a text
+    under ``MIN_WORDS`` words. Given the words of each line (``lines``), a shingle with a word
+    in a line of fewer than ``MIN_LINE`` words is never one, but in the first and last line."""
     n = len(sequence) - (SHINGLE - 3)
     if n + SHINGLE - 1 < MIN_WORDS:
         return np.empty(0, dtype=np.uint64)
@@ -116,9 +113,7 @@ class Excerpts:
     def shared(self, new: Signature, kept: Signature) -> bool:
         """Whether ``kept`` is worth verifying for a ``new`` page that its backend does not
         find similar: they share at least half of new's fingerprints, as an excerpt shares
-        all of its own (every window of an exact excerpt is one of its source's). One
-        sentence or paragraph shared with a page (a quote, a disclaimer) shares one or two
-        of a page's dozens: such a candidate costs an intersection, not a verification."""
+        all of its own (docs/design.md#excerpt-keys, screening)."""
         a, b = self.fingerprints(new), self.fingerprints(kept)
         if not len(a) or not len(b):
             return False

@@ -30,11 +30,8 @@ from scrapy_neardup.text import CJK_CHARS, HAN_CHARS, TOKEN_HASH, Document, fmix
 DEFAULT_LANGUAGES = ("en", "zh", "de", "fr", "es", "it", "nl", "pt", "sv", "pl", "cs", "ru", "fi")
 _WORDLIST = "large"
 _EMPTY = np.uint64(0)
-# A lexicon word counts when it is one token as text.tokenize cuts them and is a term: Han
-# characters (jieba's words, single characters included) or two or more letters. Not digits,
-# not single letters, and not kana or hangul: jieba splits those into single syllables, a
-# small alphabet that any two long Korean pages share most of (two different Korean
-# articles of one site matched through them and their English footer).
+# A lexicon word: one token of Han characters, or of two or more letters (not kana or hangul,
+# which jieba cuts into syllables: docs/design.md#imatch).
 _LEXICON_WORD_RE = re.compile(rf"^(?:[{HAN_CHARS}]+|[^\W\d_{CJK_CHARS}]{{2,}})$", re.MULTILINE)
 _SALT = np.uint64(0x9E3779B97F4A7C15)
 
@@ -75,14 +72,9 @@ def lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:
 
 
 def _frequency_buckets(lang: str) -> Iterator[tuple[int, list[str]]]:
-    """(Zipf value x 100, words) of a wordfreq list, most frequent first.
-
-    The file is wordfreq's "cBpack" (see ``wordfreq.read_cBpack``): gzipped msgpack of a
-    header and then one list of words per centibel of frequency, list ``i`` at ``-i`` cB, so
-    at Zipf ``9 - i / 100``. It is streamed rather than read with ``get_frequency_dict``:
-    the rare tail (most of its words) is never decoded, which halves the build time and its
-    memory peak, and wordfreq's lru_caches would keep every list and dict resident.
-    """
+    """(Zipf value x 100, words) of a wordfreq list, most frequent first: its "cBpack" file
+    (``wordfreq.read_cBpack``), list ``i`` at Zipf ``9 - i / 100``, streamed so that the rare
+    tail is never decoded (docs/design.md#imatch)."""
     import msgpack  # wordfreq's own dependency, imported with it on first use
 
     with gzip.open(_wordfreq_dir() / f"{_WORDLIST}_{lang}.msgpack.gz", "rb") as f:
@@ -158,9 +150,8 @@ class IMatchBackend(Backend):
         self._low = round(self.low * 100)
         self._high = round(self.high * 100)
         self._limit = np.uint64(min(int(self.keep * 2**64), 2**64 - 1))
-        seeds = np.arange(1, lexicons + 1, dtype=np.uint64)
         with np.errstate(over="ignore"):
-            self._salts = fmix64(seeds * _SALT)[:, None]
+            self._salts = fmix64(np.arange(1, lexicons + 1, dtype=np.uint64) * _SALT)[:, None]
         self._slots = 1 + lexicons
 
     def params(self) -> dict[str, Any]:
@@ -179,9 +170,8 @@ class IMatchBackend(Backend):
 
     def terms(self, doc: Document) -> np.ndarray:
         """Sorted unique hashes of the document's tokens whose Zipf value is in the band;
-        none when less than ``min_known`` of its tokens are lexicon words (a page in another
-        language, or a table of figures: its few known words are often only the template's,
-        which other pages of the site share)."""
+        none when less than ``min_known`` of its tokens are lexicon words (another language,
+        a table of figures: its few known words are the template's)."""
         table = lexicon(self.languages, self._low)
         unique, counts = np.unique(doc.token_hashes, return_counts=True)  # = hash_tokens(tokens)
         if len(unique) == 0 or len(table.hashes) == 0:
@@ -200,17 +190,11 @@ class IMatchBackend(Backend):
 
     def signature(self, doc: Document) -> np.ndarray:
         terms = self.terms(doc)
-        out = np.zeros(self._slots, dtype=np.uint64)
-        out[0] = self._digest(terms)
-        if len(terms) >= self.min_terms and self.lexicons:
-            # Extra lexicon i holds a term when a hash of (term, i) falls below ``keep``: the
-            # thinning of Kołcz et al., computed for all lexicons at once in numpy rather than
-            # one xxh3 call per term and lexicon.
-            with np.errstate(over="ignore"):
-                inside = fmix64(terms[None, :] ^ self._salts) < self._limit
-            for i in range(self.lexicons):
-                out[1 + i] = self._digest(terms[inside[i]])
-        return out
+        # Lexicon i holds a term when a hash of (term, i) falls below ``keep`` (Kołcz et al.)
+        with np.errstate(over="ignore"):
+            inside = fmix64(terms[None, :] ^ self._salts) < self._limit
+        digests = [self._digest(terms), *(self._digest(terms[row]) for row in inside)]
+        return np.array(digests, dtype=np.uint64)
 
     def bucket_keys(self, signature: np.ndarray) -> list[int]:
         # the slot number is the seed: lexicon i only meets lexicon i

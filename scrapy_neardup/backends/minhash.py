@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import xxhash
 
-from scrapy_neardup.backends.base import Backend, unpack
+from scrapy_neardup.backends.base import Backend, band_keys, unpack
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
 _DEFAULT_WEIGHTS = (0.3, 0.7)
@@ -124,7 +123,7 @@ class MinHashBackend(Backend):
 
     def signature(self, doc: Document) -> np.ndarray:
         """``MinHash(num_perm, seed, scheme="affine32", hashfunc=low 32 bits of the shingle
-        hash).update_batch(shingles).hashvalues``, without the per-value Python calls."""
+        hash).update_batch(shingles).hashvalues``."""
         shingles = doc.shingles(self.shingles)
         if len(shingles) == 0:
             return np.full(self.num_perm, _EMPTY, dtype=np.uint32)
@@ -135,10 +134,7 @@ class MinHashBackend(Backend):
 
     def bucket_keys(self, signature: np.ndarray) -> list[int]:
         bands, rows = self.prepared()
-        return [
-            xxhash.xxh3_64_intdigest(signature[i * rows : (i + 1) * rows].tobytes(), seed=i)
-            for i in range(bands)
-        ]
+        return band_keys(signature[i * rows : (i + 1) * rows].tobytes() for i in range(bands))
 
     def estimate(self, a: np.ndarray, b: np.ndarray) -> float:
         """The same estimator as ``MinHash.jaccard``, without building two MinHash objects."""

@@ -19,10 +19,9 @@ from scrapy_neardup.text import CJK_CHARS, Document, normalize
 _CLOSERS = "\"'”’»)\\]）」』"
 # Lines, and the separators of menus and breadcrumbs ("Home | World", "首页 > 新闻").
 _PIECES = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029|｜¦•›»>]+")
-# A sentence's end, with any closing quotes or brackets: Chinese enders (full-width and
-# ideographic) and the ellipsis always; ASCII ones right after a CJK character (Chinese pages
-# often use them); else ASCII . ! ? before white space or the end of the piece ("3.5" and
-# "a.m." inside a sentence are not ends), checked for abbreviations when it is a ".".
+# A sentence's end, with any closing quotes or brackets: Chinese enders and the ellipsis;
+# ASCII ones right after a CJK character; else ASCII . ! ? before white space or the end of
+# the piece ("3.5" is not an end), checked for abbreviations when it is a ".".
 _END = re.compile(
     rf"[。｡！？；…]+[{_CLOSERS}]*"
     rf"|(?<=[{CJK_CHARS}])[.!?;．]+[{_CLOSERS}]*"
@@ -48,11 +47,8 @@ def _is_abbreviation(before: str) -> bool:
 
 
 def split_sentences(text: str) -> list[str]:
-    """The sentences of ``text``, raw: pieces of a line closed by an ender.
-
-    What follows the last ender of a line is not a sentence: a headline, a menu, a byline or
-    a caption, which templates repeat on every page (they would make different articles of
-    one site share their "longest sentences")."""
+    """The sentences of ``text``, raw: pieces of a line closed by an ender (what follows a
+    line's last ender is no sentence: docs/design.md#sentences)."""
     out: list[str] = []
     for piece in _PIECES.split(text):
         start = 0
@@ -115,17 +111,13 @@ class SentencesBackend(Backend):
 
     def signature(self, doc: Document) -> SentencesSignature:
         chosen, total = self.longest(doc)
-        digest = _NO_HASH
-        if len(chosen) == self.n:
-            digest = xxhash.xxh3_128_digest(
-                "\n".join(sorted(chosen)).encode("utf-8", "surrogatepass")
-            )
+        text = "\n".join(sorted(chosen)).encode("utf-8", "surrogatepass")
+        digest = xxhash.xxh3_128_digest(text) if len(chosen) == self.n else _NO_HASH
         return SentencesSignature(digest, min(total, _U32))
 
     def bucket_keys(self, signature: SentencesSignature) -> list[int]:
-        if signature.digest == _NO_HASH:
-            return []
-        return [int.from_bytes(signature.digest[:8], "little")]
+        digest = signature.digest
+        return [] if digest == _NO_HASH else [int.from_bytes(digest[:8], "little")]
 
     def similarity(self, a: SentencesSignature, b: SentencesSignature) -> float | None:
         if a.digest != b.digest or a.digest == _NO_HASH:

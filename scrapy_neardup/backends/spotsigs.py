@@ -70,29 +70,19 @@ class SpotSigsBackend(Backend):
             self.require(valid, f"languages {unknown} unknown; choose from {sorted(LANGUAGES)}")
 
     def params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"threshold": self.threshold, "chain": self.chain}
         if self.fixed is not None:
-            words: dict[str, Any] = {
-                "antecedents": sorted(self.fixed.antecedents),
-                "stopwords": sorted(self.fixed.stopwords),
-            }
+            params["antecedents"] = sorted(self.fixed.antecedents)
+            params["stopwords"] = sorted(self.fixed.stopwords)
         else:
-            words = {
-                "languages": {
-                    lang: [sorted(LANGUAGES[lang].antecedents), sorted(LANGUAGES[lang].stopwords)]
-                    for lang in sorted(self.languages)
-                },
-                "language_guess": f"stopword-coverage>={MIN_COVERAGE}",
+            params["languages"] = {
+                lang: [sorted(LANGUAGES[lang].antecedents), sorted(LANGUAGES[lang].stopwords)]
+                for lang in sorted(self.languages)
             }
-        params = {
-            "threshold": self.threshold,
-            "chain": self.chain,
-            **words,
-            "index": "all-spots",
-            "min_spots": self.min_spots,
-            "token_hash": TOKEN_HASH,
-        }
-        if self.anchors and self.fixed is None:  # without it, the states written before it
-            params["anchors"] = self.anchors
+            params["language_guess"] = f"stopword-coverage>={MIN_COVERAGE}"
+            if self.anchors:  # without it, the parameters of the states written before it
+                params["anchors"] = self.anchors
+        params.update(index="all-spots", min_spots=self.min_spots, token_hash=TOKEN_HASH)
         return params
 
     def words(self, tokens: Sequence[str]) -> LanguageWords | None:
@@ -122,24 +112,16 @@ class SpotSigsBackend(Backend):
 
     def _anchored(self, tokens: list[str]) -> list[tuple[str, ...]]:
         """Spots of a page in no known language: every token whose hash is 0 modulo
-        ``anchors`` is an antecedent, followed by the next ``chain`` tokens. The anchors
-        depend on the text alone, so a copy has the same ones, as a copy has the same
-        stopwords (the anchor is marked, so these spots never equal a language's)."""
-        if not self.anchors or len(tokens) <= self.chain:
+        ``anchors`` is a (marked) antecedent, followed by the next ``chain`` tokens."""
+        if not self.anchors:
             return []
-        hashes = hash_tokens(tokens)
-        picked = np.flatnonzero(hashes % np.uint64(self.anchors) == 0)
-        end = len(tokens) - self.chain
-        return [
-            (_ANCHOR + tokens[i], *tokens[i + 1 : i + 1 + self.chain]) for i in picked if i < end
-        ]
+        starts = np.flatnonzero(hash_tokens(tokens[: -self.chain]) % np.uint64(self.anchors) == 0)
+        return [(_ANCHOR + tokens[i], *tokens[i + 1 : i + 1 + self.chain]) for i in starts]
 
     def signature(self, doc: Document) -> np.ndarray:
         """Sorted unique 64-bit hashes of the spot signatures (the global order is hash order)."""
         spots = self.spots(doc.tokens)
-        if self.fixed is None and len(set(spots)) < self.min_spots:
-            # Too few to be indexed (no known language, a list, a short text in a language
-            # with few antecedents): anchored spots, where the text has enough of them.
+        if self.fixed is None and len(set(spots)) < self.min_spots:  # too few to be indexed
             anchored = self._anchored(doc.tokens)
             if len(set(anchored)) >= self.min_spots:
                 spots = anchored
@@ -171,11 +153,9 @@ class SpotSigsBackend(Backend):
         return self.prefix_length(len(signature))
 
     def estimate(self, a: np.ndarray, b: np.ndarray) -> float | None:
-        """The Jaccard similarity of the spot sets, without the length partition (a copy
-        inside a page up to five times its size is found by containment), from
-        :data:`CANDIDATE_FLOOR` up: below it, what two pages share is their template (a page
-        whose article extraction missed is all template, and so "contained" in any page of
-        its site)."""
+        """The Jaccard similarity of the spot sets without the length partition, from
+        :data:`CANDIDATE_FLOOR` up (below it, what two pages share is their template:
+        docs/design.md#spotsigs)."""
         if min(len(a), len(b)) < self.min_spots:
             return None
         jaccard = _jaccard(a, b)

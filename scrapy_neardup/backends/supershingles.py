@@ -12,9 +12,8 @@ from math import comb
 from typing import Any
 
 import numpy as np
-import xxhash
 
-from scrapy_neardup.backends.base import Backend, unpack
+from scrapy_neardup.backends.base import Backend, band_keys, unpack
 from scrapy_neardup.backends.minhash import MinHashBackend
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
@@ -62,25 +61,18 @@ class SuperShinglesBackend(Backend):
         }
 
     def signature(self, doc: Document) -> np.ndarray:
-        """The ``groups`` super-shingles (uint64); all zero for a text without shingles, which
-        never matches (a real text gives all-zero super-shingles with probability 2**-64 per
-        group)."""
+        """The ``groups`` super-shingles (uint64); all zero, never matched, for a text without
+        shingles."""
         values = self.minhash.signature(doc)
         if (values == _EMPTY_MINHASH).all():
             return np.zeros(self.groups, dtype=np.uint64)
         rows = values.astype("<u4", copy=False).reshape(self.groups, -1)
-        return np.array(
-            [xxhash.xxh3_64_intdigest(row.tobytes(), seed=i) for i, row in enumerate(rows)],
-            dtype=np.uint64,
-        )
+        return np.array(band_keys(row.tobytes() for row in rows), dtype=np.uint64)
 
     def bucket_keys(self, signature: np.ndarray) -> list[int]:
         if not signature.any():
             return []
-        return [
-            xxhash.xxh3_64_intdigest(signature[chosen].astype("<u8").tobytes(), seed=table)
-            for table, chosen in enumerate(self._combinations)
-        ]
+        return band_keys(signature[chosen].astype("<u8").tobytes() for chosen in self._combinations)
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:
         if not a.any() or not b.any():
