@@ -11,7 +11,7 @@ from backend_suite import BackendSuite, numbers_only
 import corpus as C
 from scrapy_neardup.backends.cosine import (
     CosineBackend,
-    band_recall,
+    collision_probability,
     optimal_bands,
     projections,
     term_vector,
@@ -40,6 +40,11 @@ def cosine(
     fa, wa = term_vector(a, ShingleSpec.parse(shingles), weighting)
     fb, wb = term_vector(b, ShingleSpec.parse(shingles), weighting)
     return _exact(fa, wa, fb, wb) if len(fa) and len(fb) else 0.0
+
+
+def band_recall(cos: float, bands: int, rows: int) -> float:
+    """P(two vectors of cosine ``cos`` agree on all ``rows`` bits of at least one band)."""
+    return 1.0 - (1.0 - collision_probability(cos) ** rows) ** bands
 
 
 def _pair(rng: np.random.Generator, n: int, shared: float) -> tuple[np.ndarray, ...]:

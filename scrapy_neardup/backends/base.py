@@ -150,6 +150,20 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
+class ArrayBackend(Backend):
+    """A backend whose signatures are numpy arrays of ``size`` integers (None: any number),
+    saved as little-endian ``dtype``."""
+
+    dtype = "<u8"
+    size: int | None = None
+
+    def encode(self, signature: np.ndarray) -> bytes:
+        return signature.astype(self.dtype, copy=False).tobytes()
+
+    def decode(self, data: bytes) -> np.ndarray:
+        return unpack(data, self.dtype, f"{self.name} signature", self.size)
+
+
 #: Called by a store with a candidate's key and signature: its similarity, or None.
 Verifier = Callable[[str, Any], "float | None"]
 

@@ -68,11 +68,6 @@ def collision_probability(cos: float) -> float:
     return 1.0 - math.acos(max(-1.0, min(1.0, cos))) / math.pi
 
 
-def band_recall(cos: float, bands: int, rows: int) -> float:
-    """P(two vectors of cosine ``cos`` agree on all ``rows`` bits of at least one band)."""
-    return 1.0 - (1.0 - collision_probability(cos) ** rows) ** bands
-
-
 def optimal_bands(
     threshold: float, recall: float = 0.99, population: int = 100_000, candidates: float = 10.0
 ) -> tuple[int, int]:

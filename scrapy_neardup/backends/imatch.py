@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from scrapy_neardup.backends.base import Backend, unpack
+from scrapy_neardup.backends.base import ArrayBackend
 from scrapy_neardup.text import CJK_CHARS, HAN_CHARS, TOKEN_HASH, Document, fmix64, hash_tokens
 
 DEFAULT_LANGUAGES = ("en", "zh", "de", "fr", "es", "it", "nl", "pt", "sv", "pl", "cs", "ru", "fi")
@@ -109,7 +109,7 @@ def build_lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:
 _cached_lexicon = cache(build_lexicon)
 
 
-class IMatchBackend(Backend):
+class IMatchBackend(ArrayBackend):
     """SHA-1 of the sorted unique mid-frequency terms, plus ``lexicons`` randomised ones;
     documents match when any one signature is equal."""
 
@@ -152,7 +152,7 @@ class IMatchBackend(Backend):
         self._limit = np.uint64(min(int(self.keep * 2**64), 2**64 - 1))
         with np.errstate(over="ignore"):
             self._salts = fmix64(np.arange(1, lexicons + 1, dtype=np.uint64) * _SALT)[:, None]
-        self._slots = 1 + lexicons
+        self.size = 1 + lexicons
 
     def params(self) -> dict[str, Any]:
         return {
@@ -200,7 +200,7 @@ class IMatchBackend(Backend):
         # the slot number is the seed: lexicon i only meets lexicon i
         return [
             xxhash.xxh3_64_intdigest(signature[i : i + 1].tobytes(), seed=i)
-            for i in range(self._slots)
+            for i in range(len(signature))
             if signature[i] != _EMPTY
         ]
 
@@ -211,9 +211,3 @@ class IMatchBackend(Backend):
         filled = (a != _EMPTY) | (b != _EMPTY)
         equal = int(np.count_nonzero((a == b) & filled))
         return equal / int(np.count_nonzero(filled)) if equal else None
-
-    def encode(self, signature: np.ndarray) -> bytes:
-        return signature.astype("<u8", copy=False).tobytes()
-
-    def decode(self, data: bytes) -> np.ndarray:
-        return unpack(data, "<u8", "imatch signature", self._slots)

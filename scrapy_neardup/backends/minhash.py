@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_neardup.backends.base import Backend, band_keys, unpack
+from scrapy_neardup.backends.base import ArrayBackend, band_keys
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
 _DEFAULT_WEIGHTS = (0.3, 0.7)
@@ -51,12 +51,13 @@ def _fmix32(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> _S3)
 
 
-class MinHashBackend(Backend):
+class MinHashBackend(ArrayBackend):
     """Estimated Jaccard similarity of shingle sets; a match is at least ``threshold``."""
 
     name = "minhash"
     excerpt_screen = 0.2  # a Jaccard: below it only an excerpt is a copy (SpotSigs's line)
     lshbloom = True
+    dtype = "<u4"
 
     def __init__(
         self,
@@ -70,7 +71,7 @@ class MinHashBackend(Backend):
         self.require(0.0 < threshold <= 1.0, f"threshold must be in (0, 1], got {threshold}")
         self.require(16 <= num_perm <= 1024, f"num_perm must be 16..1024, got {num_perm}")
         self.threshold = threshold
-        self.num_perm = num_perm
+        self.num_perm = self.size = num_perm
         self.shingles = ShingleSpec.parse(shingles)
         self.seed = seed
         self._a, self._b = permutations(num_perm, seed)
@@ -143,9 +144,3 @@ class MinHashBackend(Backend):
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:
         estimate = self.estimate(a, b)
         return estimate if estimate >= self.threshold else None
-
-    def encode(self, signature: np.ndarray) -> bytes:
-        return signature.astype("<u4", copy=False).tobytes()
-
-    def decode(self, data: bytes) -> np.ndarray:
-        return unpack(data, "<u4", "minhash signature", self.num_perm)

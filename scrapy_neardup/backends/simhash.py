@@ -94,7 +94,7 @@ class SimHashBackend(Backend):
     """64-bit SimHash; a match is a Hamming distance of at most ``k``."""
 
     name = "simhash"
-    reads_tokens = True  # the token list, not only its hashes (see Deduplicator.sign)
+    reads_tokens = True  # single words are the tokens: see Deduplicator.sign
 
     def __init__(
         self,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_neardup.backends.base import Backend, unpack
+from scrapy_neardup.backends.base import ArrayBackend
 from scrapy_neardup.stopwords import (
     CHINESE_ANTECEDENTS,
     CHINESE_STOPWORDS,
@@ -32,7 +32,7 @@ _ANCHOR = "\x00"  # marks the antecedent of an anchored spot (a page in no known
 CANDIDATE_FLOOR = 0.2
 
 
-class SpotSigsBackend(Backend):
+class SpotSigsBackend(ArrayBackend):
     """Jaccard similarity of spot-signature sets; a match is at least ``threshold``."""
 
     name = "spotsigs"
@@ -167,12 +167,6 @@ class SpotSigsBackend(Backend):
             return None
         jaccard = _jaccard(a, b)
         return jaccard if jaccard >= self.threshold - _EPSILON else None
-
-    def encode(self, signature: np.ndarray) -> bytes:
-        return signature.astype("<u8", copy=False).tobytes()
-
-    def decode(self, data: bytes) -> np.ndarray:
-        return unpack(data, "<u8", "spotsigs signature")
 
 
 def _jaccard(a: np.ndarray, b: np.ndarray) -> float:

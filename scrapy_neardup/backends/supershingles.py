@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_neardup.backends.base import Backend, band_keys, unpack
+from scrapy_neardup.backends.base import ArrayBackend, band_keys
 from scrapy_neardup.backends.minhash import MinHashBackend
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
@@ -21,7 +21,7 @@ _EMPTY_MINHASH = np.uint32(0xFFFFFFFF)  # what MinHash gives an empty shingle se
 _MAX_BUCKETS = 1024
 
 
-class SuperShinglesBackend(Backend):
+class SuperShinglesBackend(ArrayBackend):
     """``groups`` super-shingles of ``num_perm`` min-hashes; a match shares at least ``b``."""
 
     name = "supershingles"
@@ -42,10 +42,8 @@ class SuperShinglesBackend(Backend):
         # MinHashBackend validates num_perm and shingles; its threshold and banding are unused.
         self.minhash = MinHashBackend(num_perm=num_perm, shingles=shingles, seed=seed)
         self.num_perm = num_perm
-        self.groups = groups
+        self.groups = self.size = groups
         self.b = b
-        self.shingles = self.minhash.shingles
-        self.seed = seed
         self._combinations = [list(c) for c in combinations(range(groups), b)]
 
     def params(self) -> dict[str, Any]:
@@ -53,8 +51,8 @@ class SuperShinglesBackend(Backend):
             "num_perm": self.num_perm,
             "groups": self.groups,
             "b": self.b,
-            "shingles": str(self.shingles),
-            "seed": self.seed,
+            "shingles": str(self.minhash.shingles),
+            "seed": self.minhash.seed,
             "scheme": "affine32",
             "token_hash": TOKEN_HASH,
             "hash": "xxh3_64",
@@ -81,9 +79,3 @@ class SuperShinglesBackend(Backend):
         if k < self.b:
             return None
         return (k / self.groups) ** (self.groups / self.num_perm)
-
-    def encode(self, signature: np.ndarray) -> bytes:
-        return signature.astype("<u8", copy=False).tobytes()
-
-    def decode(self, data: bytes) -> np.ndarray:
-        return unpack(data, "<u8", "supershingles signature", self.groups)
