@@ -57,10 +57,8 @@ def _wordfreq_dir() -> Path:
 
 def available_languages() -> list[str]:
     """Languages of wordfreq's "large" word lists."""
-    prefix = f"{_WORDLIST}_"
-    return sorted(
-        p.name[len(prefix) :].split(".")[0] for p in _wordfreq_dir().glob(f"{prefix}*.msgpack.gz")
-    )
+    files = _wordfreq_dir().glob(f"{_WORDLIST}_*.msgpack.gz")
+    return sorted(p.name.removeprefix(f"{_WORDLIST}_").split(".")[0] for p in files)
 
 
 def lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:

@@ -39,10 +39,7 @@ _NO_HASH = bytes(16)
 
 
 def _is_abbreviation(before: str) -> bool:
-    words = before.rsplit(None, 1)
-    if not words:
-        return False
-    word = words[-1].lstrip("\"'“‘«([")
+    word = (before.rsplit(None, 1) or [""])[-1].lstrip("\"'“‘«([")
     return bool(_DOTTED.fullmatch(word)) or word.casefold() in _ABBREVIATIONS
 
 

@@ -134,9 +134,7 @@ class SimHashBackend(Backend):
         return params
 
     def signature(self, doc: Document) -> int:
-        weights = prose_counts(doc, self.lines, self.shingles)
-        if not weights:
-            return 0
+        weights = prose_counts(doc, self.lines, self.shingles)  # none: the fingerprint is 0
         if self.weights == "log":  # 1 + ln(tf): a feature repeated 20 times weighs 4, not 20
             weights = {f: 1.0 + math.log(w) for f, w in weights.items()}
         # simhash multiplies a uint8 bit array by integer weights above its batch cutoff,

@@ -73,9 +73,5 @@ class SuperShinglesBackend(ArrayBackend):
         return band_keys(signature[chosen].astype("<u8").tobytes() for chosen in self._combinations)
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:
-        if not a.any() or not b.any():
-            return None
-        k = int(np.count_nonzero(a == b))
-        if k < self.b:
-            return None
-        return (k / self.groups) ** (self.groups / self.num_perm)
+        k = int(np.count_nonzero(a == b)) if a.any() and b.any() else 0
+        return (k / self.groups) ** (self.groups / self.num_perm) if k >= self.b else None
