@@ -11,14 +11,14 @@ from backend_suite import BackendSuite, numbers_only
 import corpus as C
 from scrapy_neardup.backends.cosine import (
     CosineBackend,
-    band_recall,
-    cosine,
+    collision_probability,
     optimal_bands,
     projections,
+    term_vector,
 )
 from scrapy_neardup.deduplicator import Deduplicator, Index
 from scrapy_neardup.storage.memory import MemoryBucketStore
-from scrapy_neardup.text import Document
+from scrapy_neardup.text import Document, ShingleSpec
 
 
 class TestCosine(BackendSuite):
@@ -30,6 +30,21 @@ class TestCosine(BackendSuite):
 def _exact(fa: np.ndarray, wa: np.ndarray, fb: np.ndarray, wb: np.ndarray) -> float:
     _, ia, ib = np.intersect1d(fa, fb, assume_unique=True, return_indices=True)
     return float(wa[ia] @ wb[ib]) / math.sqrt(float(wa @ wa) * float(wb @ wb))
+
+
+def cosine(
+    a: Document, b: Document, shingles: str | ShingleSpec = "word:2", weighting: str = "log"
+) -> float:
+    """The exact cosine of two documents' term vectors (0.0 when either is empty): what the
+    signatures estimate."""
+    fa, wa = term_vector(a, ShingleSpec.parse(shingles), weighting)
+    fb, wb = term_vector(b, ShingleSpec.parse(shingles), weighting)
+    return _exact(fa, wa, fb, wb) if len(fa) and len(fb) else 0.0
+
+
+def band_recall(cos: float, bands: int, rows: int) -> float:
+    """P(two vectors of cosine ``cos`` agree on all ``rows`` bits of at least one band)."""
+    return 1.0 - (1.0 - collision_probability(cos) ** rows) ** bands
 
 
 def _pair(rng: np.random.Generator, n: int, shared: float) -> tuple[np.ndarray, ...]:

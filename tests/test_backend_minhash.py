@@ -142,7 +142,9 @@ def test_minhash_permutations_are_datasketchs(num_perm: int, seed: int) -> None:
     """Drawn without datasketch, they are the ones its ``affine32`` MinHash draws."""
     from datasketch import MinHash
 
-    a, b = MinHashBackend(num_perm=num_perm, seed=seed)._affine()
+    from scrapy_neardup.backends.minhash import permutations
+
+    a, b = permutations(num_perm, seed)
     want = MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations
     assert a.dtype == b.dtype == np.uint32
     assert np.array_equal(a, want[0]) and np.array_equal(b, want[1])

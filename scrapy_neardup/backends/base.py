@@ -1,4 +1,5 @@
-"""What every near-duplicate backend provides, and what it needs from storage.
+"""What every near-duplicate backend provides, what it needs from storage, and the helpers
+the backends share.
 
 A backend is pure maths: signature, buckets, score. Storage (memory, Redis) keeps buckets and
 signatures and makes query-then-add atomic; :mod:`scrapy_neardup.deduplicator` joins the two.
@@ -13,7 +14,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+import xxhash
+
 from scrapy_neardup.text import Document
+
+_SM1 = np.uint64(0xBF58476D1CE4E5B9)
+_SM2 = np.uint64(0x94D049BB133111EB)
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,55 @@ class Backend(ABC):
     def similar_candidates(cls, shingles: int, spots: bool) -> dict[str, Any]:
         """Constructor defaults whose buckets propose what the "similar" rule accepts."""
         return {}
+
+    def require(self, ok: bool, message: str) -> None:
+        """ValueError ``"<name> <message>"`` unless ``ok``: a constructor's parameter check."""
+        if not ok:
+            raise ValueError(f"{self.name} {message}")
+
+    def sized(self, data: bytes, size: int) -> bytes:
+        """``data`` if it is ``size`` bytes long, else :meth:`decode`'s ValueError."""
+        self.require(len(data) == size, f"signature must be {size} bytes, got {len(data)}")
+        return data
+
+
+def unpack(data: bytes | memoryview, dtype: str, what: str, count: int | None = None) -> np.ndarray:
+    """The native integers that ``array.astype(dtype).tobytes()`` wrote (``dtype`` little-endian,
+    ``"<u4"`` or ``"<u8"``): ``count`` of them, or any number; ValueError naming ``what``."""
+    size = np.dtype(dtype).itemsize
+    if count is not None and len(data) != size * count:
+        raise ValueError(f"{what} must be {size * count} bytes, got {len(data)}")
+    if len(data) % size:
+        raise ValueError(f"{what} must be a multiple of {size} bytes, got {len(data)}")
+    return np.frombuffer(data, dtype=dtype).astype(dtype[1:])
+
+
+def band_keys(bands: Iterable[bytes]) -> list[int]:
+    """A bucket key per band: the xxh3-64 of its bytes, seeded by its position, so that equal
+    contents of two bands give two keys."""
+    return [xxhash.xxh3_64_intdigest(band, seed=i) for i, band in enumerate(bands)]
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's output function (Steele, Lea and Flood 2014): a bijective 64-bit mixer."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * _SM1
+        x = (x ^ (x >> np.uint64(27))) * _SM2
+        return x ^ (x >> np.uint64(31))
+
+
+class ArrayBackend(Backend):
+    """A backend whose signatures are numpy arrays of ``size`` integers (None: any number),
+    saved as little-endian ``dtype``."""
+
+    dtype = "<u8"
+    size: int | None = None
+
+    def encode(self, signature: np.ndarray) -> bytes:
+        return signature.astype(self.dtype, copy=False).tobytes()
+
+    def decode(self, data: bytes) -> np.ndarray:
+        return unpack(data, self.dtype, f"{self.name} signature", self.size)
 
 
 #: Called by a store with a candidate's key and signature: its similarity, or None.

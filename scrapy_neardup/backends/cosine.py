@@ -1,10 +1,8 @@
 """Cosine similarity by random projection (Charikar, STOC 2002): the ``cosine`` backend.
 
-Promises: a document's signature is ``bits`` signs of projections of its word 2-shingle
-vector (sublinear term frequency) onto Gaussian hyperplanes derived from the features' hashes
-(nothing stored); ``d`` differing bits estimate the cosine as ``cos(pi * d / bits)``;
-:func:`cosine` gives the exact cosine, for tests and verification. Pure maths: no Scrapy, no
-storage. Rationale and parameters: ``docs/design.md#cosine``.
+A signature is ``bits`` signs of projections of a document's word 2-shingle vector onto
+Gaussian hyperplanes derived from the features' hashes (nothing stored); ``d`` differing bits
+estimate the cosine as ``cos(pi * d / bits)``. Rationale: ``docs/design.md#cosine``.
 """
 
 from __future__ import annotations
@@ -15,26 +13,15 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-import xxhash
 
-from scrapy_neardup.backends.base import Backend
+from scrapy_neardup.backends.base import Backend, band_keys, splitmix64
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
 WEIGHTINGS = ("tf", "log", "binary")
 BAND_COSINE = 0.9  # bands find pairs at this cosine (or the threshold, if higher) w.p. 0.99
 _EPSILON = 1e-9  # float equality at the threshold
 _CHUNK = 512  # features projected at a time: bounds the (features x bits) matrix
-
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_SM1 = np.uint64(0xBF58476D1CE4E5B9)
-_SM2 = np.uint64(0x94D049BB133111EB)
-
-
-def _splitmix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64's output function (Steele, Lea and Flood 2014): a bijective 64-bit mixer."""
-    x = (x ^ (x >> np.uint64(30))) * _SM1
-    x = (x ^ (x >> np.uint64(27))) * _SM2
-    return x ^ (x >> np.uint64(31))
 
 
 @lru_cache(maxsize=1)
@@ -48,42 +35,18 @@ def _gaussian_table() -> np.ndarray:
 def term_vector(
     doc: Document, shingles: ShingleSpec, weighting: str = "log"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted unique feature hashes, their weights) of ``doc``: the vector whose angle the
-    signature estimates."""
+    """(sorted unique feature hashes, their weights) of ``doc`` under one of
+    :data:`WEIGHTINGS`: the vector whose angle with another the signatures estimate."""
     features, counts = np.unique(doc.shingles(shingles), return_counts=True)
-    if weighting == "tf":
-        weights = counts.astype(np.float64)
-    elif weighting == "log":
-        weights = 1.0 + np.log(counts)
-    elif weighting == "binary":
-        weights = np.ones(len(counts))
-    else:
-        raise ValueError(f"cosine weighting must be one of {WEIGHTINGS}, got {weighting!r}")
-    return features, weights
-
-
-def cosine(
-    a: Document, b: Document, shingles: str | ShingleSpec = "word:2", weighting: str = "log"
-) -> float:
-    """The exact cosine similarity of two documents' term vectors (0.0 when either is empty):
-    what the signatures estimate, and a verification measure any backend can use."""
-    spec = ShingleSpec.parse(shingles)
-    fa, wa = term_vector(a, spec, weighting)
-    fb, wb = term_vector(b, spec, weighting)
-    if len(fa) == 0 or len(fb) == 0:
-        return 0.0
-    _, ia, ib = np.intersect1d(fa, fb, assume_unique=True, return_indices=True)
-    dot = float(np.dot(wa[ia], wb[ib]))
-    return dot / math.sqrt(float(np.dot(wa, wa)) * float(np.dot(wb, wb)))
+    if weighting == "log":
+        return features, 1.0 + np.log(counts)
+    return features, counts.astype(np.float64) if weighting == "tf" else np.ones(len(counts))
 
 
 def projections(features: np.ndarray, weights: np.ndarray, bits: int, seed: int) -> np.ndarray:
-    """``weights @ H`` for the ``bits`` Gaussian hyperplanes ``H`` (one row per feature).
-
-    Row ``f`` of ``H`` is a function of the feature hash alone: splitmix64 of
-    ``hash + seed + (k + 1) * golden`` for ``k < bits / 4`` gives 64 bits, cut into four
-    16-bit uniforms, each mapped to a normal quantile. So two documents sharing a feature
-    project it on the same hyperplanes, and nothing is stored but the table of quantiles."""
+    """``weights @ H`` for the ``bits`` Gaussian hyperplanes ``H`` (one row per feature). Row
+    ``f`` is a function of the feature hash alone: splitmix64 of ``hash + seed + (k + 1) *
+    golden`` for ``k < bits / 4``, cut into 16-bit uniforms, each mapped to a normal quantile."""
     table = _gaussian_table()
     words = bits // 4
     steps = (np.arange(1, words + 1, dtype=np.uint64) * _GOLDEN)[None, :]
@@ -91,7 +54,7 @@ def projections(features: np.ndarray, weights: np.ndarray, bits: int, seed: int)
     out = np.zeros(bits, dtype=np.float64)
     with np.errstate(over="ignore"):
         for start in range(0, len(features), _CHUNK):
-            mixed = _splitmix64(base[start : start + _CHUNK, None] + steps)
+            mixed = splitmix64(base[start : start + _CHUNK, None] + steps)
             # little-endian 16-bit pieces on every platform, so signatures are portable
             uniforms = mixed.astype("<u8", copy=False).view("<u2")
             out += weights[start : start + _CHUNK].astype(np.float32) @ np.take(table, uniforms)
@@ -103,21 +66,12 @@ def collision_probability(cos: float) -> float:
     return 1.0 - math.acos(max(-1.0, min(1.0, cos))) / math.pi
 
 
-def band_recall(cos: float, bands: int, rows: int) -> float:
-    """P(two vectors of cosine ``cos`` agree on all ``rows`` bits of at least one band)."""
-    return 1.0 - (1.0 - collision_probability(cos) ** rows) ** bands
-
-
 def optimal_bands(
     threshold: float, recall: float = 0.99, population: int = 100_000, candidates: float = 10.0
 ) -> tuple[int, int]:
-    """(bands, rows): the fewest bands that find a pair at ``threshold`` with probability
-    ``recall`` while a query verifies at most ``candidates`` of ``population`` unrelated
-    signatures (cosine 0, so each bit agrees with probability 1/2) on average.
-
-    Fewer rows per band would need fewer bands for the recall, but let in twice as many
-    unrelated signatures per row dropped; so the rows are the fewest that meet the candidate
-    budget, and the bands the fewest that then meet the recall."""
+    """(bands, rows): the fewest rows whose bands let a query verify at most ``candidates``
+    of ``population`` unrelated signatures (each bit agrees with probability 1/2) on average,
+    and the fewest such bands that find a pair at ``threshold`` with probability ``recall``."""
     p = collision_probability(threshold)
     for rows in range(1, 64):
         bands = math.ceil(math.log(1.0 - recall) / math.log1p(-(p**rows)))
@@ -141,25 +95,21 @@ class CosineBackend(Backend):
         bands: tuple[int, int] | None = None,
         seed: int = 1,
     ) -> None:
-        # Any threshold in (0, 1): it is the "similar" decision's default cosine over the
-        # candidates, which the bands find at max(threshold, BAND_COSINE) (below 0.9, at
-        # the recall band_recall gives: give ``bands`` for more)
-        if isinstance(threshold, bool) or not 0.0 < threshold < 1.0:
-            raise ValueError(f"cosine threshold must be in (0, 1), got {threshold}")
+        # The bands find pairs at max(threshold, BAND_COSINE): docs/design.md#cosine.
+        valid = not isinstance(threshold, bool) and 0.0 < threshold < 1.0
+        self.require(valid, f"threshold must be in (0, 1), got {threshold}")
         if weighting not in WEIGHTINGS:
             raise ValueError(f"cosine weighting must be one of {WEIGHTINGS}, got {weighting!r}")
         banding = optimal_bands(max(threshold, BAND_COSINE)) if bands is None else tuple(bands)
-        if len(banding) != 2 or not all(isinstance(v, int) and v >= 1 for v in banding):
-            raise ValueError(f"cosine bands must be (bands, rows) of positive ints, got {bands}")
-        if banding[1] > 64:
-            raise ValueError(f"cosine bands can have at most 64 rows, got {banding[1]}")
+        valid = len(banding) == 2 and all(isinstance(v, int) and v >= 1 for v in banding)
+        self.require(valid, f"bands must be (bands, rows) of positive ints, got {bands}")
+        self.require(banding[1] <= 64, f"bands can have at most 64 rows, got {banding[1]}")
         needed = banding[0] * banding[1]
         if bits is None:
             bits = max(256, -(-needed // 64) * 64)
-        if not 64 <= bits <= 8192 or bits % 64:
-            raise ValueError(f"cosine bits must be a multiple of 64 in 64..8192, got {bits}")
-        if needed > bits:
-            raise ValueError(f"cosine bands {banding} need {needed} bits, more than bits={bits}")
+        valid = 64 <= bits <= 8192 and bits % 64 == 0
+        self.require(valid, f"bits must be a multiple of 64 in 64..8192, got {bits}")
+        self.require(needed <= bits, f"bands {banding} need {needed} bits, more than bits={bits}")
         self.threshold = threshold
         self.shingles = ShingleSpec.parse(shingles)
         self.weighting = weighting
@@ -182,12 +132,9 @@ class CosineBackend(Backend):
         }
 
     def signature(self, doc: Document) -> int:
-        """The hyperplane bits as one integer, bit ``i`` set when projection ``i`` is positive.
-        0 for a document without features: every projection is 0 (a real document has all
-        of its ``bits`` projections non-positive with probability 2**-bits)."""
+        """The hyperplane bits as one integer, bit ``i`` set when projection ``i`` is positive;
+        0 (never matched) for a document without features."""
         features, weights = term_vector(doc, self.shingles, self.weighting)
-        if len(features) == 0:
-            return 0
         positive = projections(features, weights, self.bits, self.seed) > 0
         return int.from_bytes(np.packbits(positive, bitorder="little").tobytes(), "little")
 
@@ -195,12 +142,9 @@ class CosineBackend(Backend):
         if signature == 0:
             return []
         rows, mask = self.rows, self._mask
-        return [
-            xxhash.xxh3_64_intdigest(
-                ((signature >> (band * rows)) & mask).to_bytes(8, "little"), seed=band
-            )
-            for band in range(self.bands)
-        ]
+        return band_keys(
+            ((signature >> (i * rows)) & mask).to_bytes(8, "little") for i in range(self.bands)
+        )
 
     def estimate(self, a: int, b: int) -> float:
         """cos(pi * d / bits) for ``d`` differing bits: Charikar's estimate of the cosine."""
@@ -219,6 +163,4 @@ class CosineBackend(Backend):
         return signature.to_bytes(self.bits // 8, "little")
 
     def decode(self, data: bytes) -> int:
-        if len(data) != self.bits // 8:
-            raise ValueError(f"cosine signature must be {self.bits // 8} bytes, got {len(data)}")
-        return int.from_bytes(data, "little")
+        return int.from_bytes(self.sized(data, self.bits // 8), "little")

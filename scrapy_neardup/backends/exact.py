@@ -31,6 +31,4 @@ class ExactBackend(Backend):
         return signature
 
     def decode(self, data: bytes) -> bytes:
-        if len(data) != 16:
-            raise ValueError(f"exact signature must be 16 bytes, got {len(data)}")
-        return data
+        return self.sized(data, 16)

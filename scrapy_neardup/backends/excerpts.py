@@ -1,10 +1,9 @@
 """Excerpt keys: buckets that propose a kept page for any long enough run of its words.
 
-Promises: by winnowing (Schleimer, Wilkerson and Aiken, SIGMOD 2003) over word shingles, an
-exact excerpt of at least ``WINDOW + SHINGLE - 1`` words always shares a key with its source,
+By winnowing (Schleimer, Wilkerson and Aiken, SIGMOD 2003) over word shingles, an exact
+excerpt of at least ``WINDOW + SHINGLE - 1`` words always shares a key with its source,
 whatever the length ratio, so containment can verify pairs that no similarity band proposes.
-Keys only propose; they never decide. Pure maths: no Scrapy, no storage.
-Rationale: ``docs/design.md#excerpt-keys``.
+Keys only propose; they never decide. Rationale: ``docs/design.md#excerpt-keys``.
 """
 
 from __future__ import annotations
@@ -12,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from scrapy_neardup.backends.base import splitmix64, unpack
 
 if TYPE_CHECKING:
     from scrapy_neardup.backends.containment import Signature
@@ -26,42 +27,25 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 _NONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # no fingerprint (a shingle with a word in a short line)
 
 
-def _splitmix(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        x = x ^ (x >> np.uint64(30))
-        x = x * np.uint64(0xBF58476D1CE4E5B9)
-        x = x ^ (x >> np.uint64(27))
-        x = x * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
-
-
 def winnow(sequence: np.ndarray, lines: np.ndarray | None = None) -> np.ndarray:
-    """The sorted distinct fingerprints of a word 3-shingle hash sequence (see the module
-    docstring); none for a text under ``MIN_WORDS`` (50) words, which only its backend
-    proposes (an excerpt that short says too little to be dropped as one). A shingle with a
-    word in a line of fewer than ``MIN_LINE`` (20) words, given the words of each line
-    (``lines``), is never one, but for the first and the last line, where an excerpt is
-    cut."""
+    """The sorted distinct fingerprints of a word 3-shingle hash sequence; none for a text
+    under ``MIN_WORDS`` words. Given the words of each line (``lines``), a shingle with a word
+    in a line of fewer than ``MIN_LINE`` words is never one, but in the first and last line."""
     n = len(sequence) - (SHINGLE - 3)
     if n + SHINGLE - 1 < MIN_WORDS:
         return np.empty(0, dtype=np.uint64)
     with np.errstate(over="ignore"):
         left = sequence[:n].astype(np.uint64)
         right = sequence[SHINGLE - 3 :].astype(np.uint64)
-        shingles = _splitmix(left * _MIX + ((right << np.uint64(17)) | (right >> np.uint64(47))))
+        shingles = splitmix64(left * _MIX + ((right << np.uint64(17)) | (right >> np.uint64(47))))
     if lines is not None and len(lines) > 2 and int(lines.sum()) == n + SHINGLE - 1:
         short = lines < MIN_LINE
         short[0] = short[-1] = False
-        shingles[_in_shingle(np.repeat(short, lines)) > 0] = _NONE  # a word in a short line
+        in_short = np.convolve(np.repeat(short, lines), np.ones(SHINGLE, dtype=np.int64), "valid")
+        shingles[in_short > 0] = _NONE  # a shingle with a word in a short line
     mins = _window_min(shingles, min(WINDOW, n))
     mins = mins[np.r_[True, mins[1:] != mins[:-1]]]  # neighbouring windows share their minimum
     return np.unique(mins[mins != _NONE])
-
-
-def _in_shingle(flags: np.ndarray) -> np.ndarray:
-    """For each word shingle, how many of its words are flagged."""
-    counts = np.concatenate(([0], np.cumsum(flags, dtype=np.int64)))
-    return counts[SHINGLE:] - counts[:-SHINGLE]
 
 
 def _window_min(x: np.ndarray, w: int) -> np.ndarray:
@@ -99,10 +83,7 @@ class Excerpts:
             return np.empty(0, dtype=np.uint64)
         fresh = self._fresh
         if fresh is None or fresh[0] is not phrases:  # a page is checked against several
-            fresh = self._fresh = (
-                phrases,
-                winnow(phrases.sequence, phrases.line_words),
-            )
+            fresh = self._fresh = (phrases, winnow(phrases.sequence, phrases.line_words))
         return fresh[1]
 
     def keys(self, signature: Signature) -> np.ndarray:
@@ -110,7 +91,7 @@ class Excerpts:
         last = self._last
         if last is not None and last[0] is signature:
             return last[1]
-        keys = _splitmix(self.fingerprints(signature) ^ _TAG)
+        keys = splitmix64(self.fingerprints(signature) ^ _TAG)
         keys = keys[self._counts[self._slots(keys)] < self.full]
         self._last = (signature, keys)
         return keys
@@ -132,9 +113,7 @@ class Excerpts:
     def shared(self, new: Signature, kept: Signature) -> bool:
         """Whether ``kept`` is worth verifying for a ``new`` page that its backend does not
         find similar: they share at least half of new's fingerprints, as an excerpt shares
-        all of its own (every window of an exact excerpt is one of its source's). One
-        sentence or paragraph shared with a page (a quote, a disclaimer) shares one or two
-        of a page's dozens: such a candidate costs an intersection, not a verification."""
+        all of its own (docs/design.md#excerpt-keys, screening)."""
         a, b = self.fingerprints(new), self.fingerprints(kept)
         if not len(a) or not len(b):
             return False
@@ -145,6 +124,4 @@ class Excerpts:
 
     @staticmethod
     def decode(data: bytes | memoryview) -> np.ndarray:
-        if len(data) % 8:
-            raise ValueError(f"excerpt keys must be a multiple of 8 bytes, got {len(data)}")
-        return np.frombuffer(data, dtype="<u8").astype(np.uint64)
+        return unpack(data, "<u8", "excerpt keys")

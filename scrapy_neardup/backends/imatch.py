@@ -1,10 +1,9 @@
 """I-Match (Chowdhury et al., ACM TOIS 2002) with lexicon randomisation (Kołcz et al., KDD 2004).
 
-Promises: a signature is the SHA-1 of a document's unique terms of middling IDF (wordfreq's
-frequencies, read here), plus ``lexicons`` further signatures over fixed random thinnings of
-the lexicon, so one changed kept word does not hide a copy; documents sharing any signature
-are candidates (one bucket lookup each, word order irrelevant). Pure maths: no Scrapy, no
-storage. Rationale and parameters: ``docs/design.md#imatch``.
+A signature is the SHA-1 of a document's unique terms of middling IDF (wordfreq's frequencies,
+read here), plus ``lexicons`` more over fixed random thinnings of the lexicon, so one changed
+kept word does not hide a copy; documents sharing any one are candidates.
+Rationale and parameters: ``docs/design.md#imatch``.
 """
 
 from __future__ import annotations
@@ -18,23 +17,21 @@ import threading
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xxhash
 
-from scrapy_neardup.backends.base import Backend
+from scrapy_neardup.backends.base import ArrayBackend
 from scrapy_neardup.text import CJK_CHARS, HAN_CHARS, TOKEN_HASH, Document, fmix64, hash_tokens
 
 DEFAULT_LANGUAGES = ("en", "zh", "de", "fr", "es", "it", "nl", "pt", "sv", "pl", "cs", "ru", "fi")
 _WORDLIST = "large"
 _EMPTY = np.uint64(0)
-# A lexicon word counts when it is one token as text.tokenize cuts them and is a term: Han
-# characters (jieba's words, single characters included) or two or more letters. Not digits,
-# not single letters, and not kana or hangul: jieba splits those into single syllables, a
-# small alphabet that any two long Korean pages share most of (two different Korean
-# articles of one site matched through them and their English footer).
+# A lexicon word: one token of Han characters, or of two or more letters (not kana or hangul,
+# which jieba cuts into syllables: docs/design.md#imatch).
 _LEXICON_WORD_RE = re.compile(rf"^(?:[{HAN_CHARS}]+|[^\W\d_{CJK_CHARS}]{{2,}})$", re.MULTILINE)
 _SALT = np.uint64(0x9E3779B97F4A7C15)
 
@@ -46,12 +43,7 @@ class Lexicon:
     hashes: np.ndarray  # uint64
     zipf: np.ndarray  # uint16, Zipf value in hundredths (wordfreq's centibel buckets)
 
-    @property
-    def nbytes(self) -> int:
-        return self.hashes.nbytes + self.zipf.nbytes
 
-
-_lexicons: dict[tuple[tuple[str, ...], int], Lexicon] = {}
 _lexicon_lock = threading.Lock()
 
 
@@ -65,35 +57,22 @@ def _wordfreq_dir() -> Path:
 
 def available_languages() -> list[str]:
     """Languages of wordfreq's "large" word lists."""
-    prefix = f"{_WORDLIST}_"
-    return sorted(
-        p.name[len(prefix) :].split(".")[0] for p in _wordfreq_dir().glob(f"{prefix}*.msgpack.gz")
-    )
+    files = _wordfreq_dir().glob(f"{_WORDLIST}_*.msgpack.gz")
+    return sorted(p.name.removeprefix(f"{_WORDLIST}_").split(".")[0] for p in files)
 
 
 def lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:
     """The lexicon of ``languages`` restricted to Zipf values of at least ``floor``/100 (a
     word rarer than that in every language is out, like an unknown word); built once per
     process and shared."""
-    key = (languages, floor)
-    found = _lexicons.get(key)
-    if found is None:
-        with _lexicon_lock:
-            found = _lexicons.get(key)
-            if found is None:
-                found = _lexicons[key] = build_lexicon(languages, floor)
-    return found
+    with _lexicon_lock:
+        return _cached_lexicon(languages, floor)
 
 
 def _frequency_buckets(lang: str) -> Iterator[tuple[int, list[str]]]:
-    """(Zipf value x 100, words) of a wordfreq list, most frequent first.
-
-    The file is wordfreq's "cBpack" (see ``wordfreq.read_cBpack``): gzipped msgpack of a
-    header and then one list of words per centibel of frequency, list ``i`` at ``-i`` cB, so
-    at Zipf ``9 - i / 100``. It is streamed rather than read with ``get_frequency_dict``:
-    the rare tail (most of its words) is never decoded, which halves the build time and its
-    memory peak, and wordfreq's lru_caches would keep every list and dict resident.
-    """
+    """(Zipf value x 100, words) of a wordfreq list, most frequent first: its "cBpack" file
+    (``wordfreq.read_cBpack``), list ``i`` at Zipf ``9 - i / 100``, streamed so that the rare
+    tail is never decoded (docs/design.md#imatch)."""
     import msgpack  # wordfreq's own dependency, imported with it on first use
 
     with gzip.open(_wordfreq_dir() / f"{_WORDLIST}_{lang}.msgpack.gz", "rb") as f:
@@ -107,8 +86,9 @@ def _frequency_buckets(lang: str) -> Iterator[tuple[int, list[str]]]:
 
 
 def build_lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:
-    hashes: list[np.ndarray] = []
-    zipfs: list[np.ndarray] = []
+    """The lexicon that :func:`lexicon` shares, built anew."""
+    hashes = [np.zeros(0, dtype=np.uint64)]
+    zipfs = [np.zeros(0, dtype=np.uint16)]
     for lang in languages:
         for zipf, bucket in _frequency_buckets(lang):
             if zipf < floor:
@@ -118,18 +98,16 @@ def build_lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:
             if words:
                 hashes.append(hash_tokens(words))
                 zipfs.append(np.full(len(words), zipf, dtype=np.uint16))
-    if not hashes:
-        return Lexicon(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint16))
-    all_hashes = np.concatenate(hashes)
-    all_zipf = np.concatenate(zipfs)
+    all_hashes, all_zipf = np.concatenate(hashes), np.concatenate(zipfs)
     order = np.lexsort((-all_zipf.astype(np.int32), all_hashes))  # by hash, highest Zipf first
-    all_hashes, all_zipf = all_hashes[order], all_zipf[order]
-    first = np.ones(len(all_hashes), dtype=bool)
-    first[1:] = all_hashes[1:] != all_hashes[:-1]
-    return Lexicon(all_hashes[first], all_zipf[first])
+    unique, first = np.unique(all_hashes[order], return_index=True)
+    return Lexicon(unique, all_zipf[order][first])
 
 
-class IMatchBackend(Backend):
+_cached_lexicon = cache(build_lexicon)
+
+
+class IMatchBackend(ArrayBackend):
     """SHA-1 of the sorted unique mid-frequency terms, plus ``lexicons`` randomised ones;
     documents match when any one signature is equal."""
 
@@ -149,24 +127,17 @@ class IMatchBackend(Backend):
         if isinstance(languages, str):
             languages = [s.strip() for s in languages.split(",") if s.strip()]
         languages = tuple(sorted(set(languages)))
-        if not languages:
-            raise ValueError("imatch languages must name at least one language")
-        missing = sorted(set(languages) - set(available_languages()))
-        if missing:
-            raise ValueError(
-                f"imatch languages {missing} have no wordfreq {_WORDLIST!r} list; "
-                f"choose among {available_languages()}"
-            )
-        if not 1.0 <= low <= high <= 9.0:
-            raise ValueError(f"imatch needs 1 <= low <= high <= 9 (Zipf), got {low}, {high}")
-        if not 0 <= lexicons <= 64:
-            raise ValueError(f"imatch lexicons must be 0..64, got {lexicons}")
-        if not 0.0 < keep < 1.0:
-            raise ValueError(f"imatch keep must be in (0, 1), got {keep}")
-        if not 1 <= min_terms <= 10_000:
-            raise ValueError(f"imatch min_terms must be 1..10000, got {min_terms}")
-        if not 0.0 <= min_known <= 1.0:
-            raise ValueError(f"imatch min_known must be in [0, 1], got {min_known}")
+        self.require(bool(languages), "languages must name at least one language")
+        known = available_languages()
+        missing = sorted(set(languages) - set(known))
+        self.require(
+            not missing, f"languages {missing} have no wordfreq list; choose among {known}"
+        )
+        self.require(1.0 <= low <= high <= 9.0, f"needs 1 <= low <= high <= 9, got {low}, {high}")
+        self.require(0 <= lexicons <= 64, f"lexicons must be 0..64, got {lexicons}")
+        self.require(0.0 < keep < 1.0, f"keep must be in (0, 1), got {keep}")
+        self.require(1 <= min_terms <= 10_000, f"min_terms must be 1..10000, got {min_terms}")
+        self.require(0.0 <= min_known <= 1.0, f"min_known must be in [0, 1], got {min_known}")
         self.low = float(low)
         self.high = float(high)
         self.lexicons = lexicons
@@ -177,10 +148,9 @@ class IMatchBackend(Backend):
         self._low = round(self.low * 100)
         self._high = round(self.high * 100)
         self._limit = np.uint64(min(int(self.keep * 2**64), 2**64 - 1))
-        seeds = np.arange(1, lexicons + 1, dtype=np.uint64)
         with np.errstate(over="ignore"):
-            self._salts = fmix64(seeds * _SALT)[:, None]
-        self._slots = 1 + lexicons
+            self._salts = fmix64(np.arange(1, lexicons + 1, dtype=np.uint64) * _SALT)[:, None]
+        self.size = 1 + lexicons
 
     def params(self) -> dict[str, Any]:
         return {
@@ -198,9 +168,8 @@ class IMatchBackend(Backend):
 
     def terms(self, doc: Document) -> np.ndarray:
         """Sorted unique hashes of the document's tokens whose Zipf value is in the band;
-        none when less than ``min_known`` of its tokens are lexicon words (a page in another
-        language, or a table of figures: its few known words are often only the template's,
-        which other pages of the site share)."""
+        none when less than ``min_known`` of its tokens are lexicon words (another language,
+        a table of figures: its few known words are the template's)."""
         table = lexicon(self.languages, self._low)
         unique, counts = np.unique(doc.token_hashes, return_counts=True)  # = hash_tokens(tokens)
         if len(unique) == 0 or len(table.hashes) == 0:
@@ -219,23 +188,17 @@ class IMatchBackend(Backend):
 
     def signature(self, doc: Document) -> np.ndarray:
         terms = self.terms(doc)
-        out = np.zeros(self._slots, dtype=np.uint64)
-        out[0] = self._digest(terms)
-        if len(terms) >= self.min_terms and self.lexicons:
-            # Extra lexicon i holds a term when a hash of (term, i) falls below ``keep``: the
-            # thinning of Kołcz et al., computed for all lexicons at once in numpy rather than
-            # one xxh3 call per term and lexicon.
-            with np.errstate(over="ignore"):
-                inside = fmix64(terms[None, :] ^ self._salts) < self._limit
-            for i in range(self.lexicons):
-                out[1 + i] = self._digest(terms[inside[i]])
-        return out
+        # Lexicon i holds a term when a hash of (term, i) falls below ``keep`` (Kołcz et al.)
+        with np.errstate(over="ignore"):
+            inside = fmix64(terms[None, :] ^ self._salts) < self._limit
+        digests = [self._digest(terms), *(self._digest(terms[row]) for row in inside)]
+        return np.array(digests, dtype=np.uint64)
 
     def bucket_keys(self, signature: np.ndarray) -> list[int]:
         # the slot number is the seed: lexicon i only meets lexicon i
         return [
             xxhash.xxh3_64_intdigest(signature[i : i + 1].tobytes(), seed=i)
-            for i in range(self._slots)
+            for i in range(len(signature))
             if signature[i] != _EMPTY
         ]
 
@@ -246,11 +209,3 @@ class IMatchBackend(Backend):
         filled = (a != _EMPTY) | (b != _EMPTY)
         equal = int(np.count_nonzero((a == b) & filled))
         return equal / int(np.count_nonzero(filled)) if equal else None
-
-    def encode(self, signature: np.ndarray) -> bytes:
-        return signature.astype("<u8", copy=False).tobytes()
-
-    def decode(self, data: bytes) -> np.ndarray:
-        if len(data) != 8 * self._slots:
-            raise ValueError(f"imatch signature must be {8 * self._slots} bytes, got {len(data)}")
-        return np.frombuffer(data, dtype="<u8").astype(np.uint64)

@@ -1,9 +1,8 @@
 """Longest-sentences signature: the hash of a document's ``n`` longest sentences.
 
-Promises: two copies of an article that keep its ``n`` longest distinct sentences (compared by
-their words, whatever punctuation, spacing, template and order around them) share a signature;
-a document with fewer than ``n`` sentences of ``min_chars`` has none and never matches. One
-pass, one hash, one bucket. Pure maths: no Scrapy, no storage.
+Two copies of an article that keep its ``n`` longest distinct sentences (compared by their
+words, whatever punctuation, spacing, template and order around them) share a signature; a
+document with fewer than ``n`` sentences of ``min_chars`` has none and never matches.
 Rationale and parameters: ``docs/design.md#sentences``.
 """
 
@@ -20,10 +19,9 @@ from scrapy_neardup.text import CJK_CHARS, Document, normalize
 _CLOSERS = "\"'”’»)\\]）」』"
 # Lines, and the separators of menus and breadcrumbs ("Home | World", "首页 > 新闻").
 _PIECES = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029|｜¦•›»>]+")
-# A sentence's end, with any closing quotes or brackets: Chinese enders (full-width and
-# ideographic) and the ellipsis always; ASCII ones right after a CJK character (Chinese pages
-# often use them); else ASCII . ! ? before white space or the end of the piece ("3.5" and
-# "a.m." inside a sentence are not ends), checked for abbreviations when it is a ".".
+# A sentence's end, with any closing quotes or brackets: Chinese enders and the ellipsis;
+# ASCII ones right after a CJK character; else ASCII . ! ? before white space or the end of
+# the piece ("3.5" is not an end), checked for abbreviations when it is a ".".
 _END = re.compile(
     rf"[。｡！？；…]+[{_CLOSERS}]*"
     rf"|(?<=[{CJK_CHARS}])[.!?;．]+[{_CLOSERS}]*"
@@ -41,19 +39,13 @@ _NO_HASH = bytes(16)
 
 
 def _is_abbreviation(before: str) -> bool:
-    words = before.rsplit(None, 1)
-    if not words:
-        return False
-    word = words[-1].lstrip("\"'“‘«([")
+    word = (before.rsplit(None, 1) or [""])[-1].lstrip("\"'“‘«([")
     return bool(_DOTTED.fullmatch(word)) or word.casefold() in _ABBREVIATIONS
 
 
 def split_sentences(text: str) -> list[str]:
-    """The sentences of ``text``, raw: pieces of a line closed by an ender.
-
-    What follows the last ender of a line is not a sentence: a headline, a menu, a byline or
-    a caption, which templates repeat on every page (they would make different articles of
-    one site share their "longest sentences")."""
+    """The sentences of ``text``, raw: pieces of a line closed by an ender (what follows a
+    line's last ender is no sentence: docs/design.md#sentences)."""
     out: list[str] = []
     for piece in _PIECES.split(text):
         start = 0
@@ -85,20 +77,15 @@ class SentencesBackend(Backend):
     name = "sentences"
 
     def __init__(self, n: int = 3, min_chars: int = 10, min_length_ratio: float = 0.8) -> None:
-        if not 1 <= n <= 16:
-            raise ValueError(f"sentences n must be 1..16, got {n}")
-        if not 1 <= min_chars <= 1000:
-            raise ValueError(f"sentences min_chars must be 1..1000, got {min_chars}")
-        if not 0.0 <= min_length_ratio <= 1.0:
-            raise ValueError(
-                f"sentences min_length_ratio must be in [0, 1], got {min_length_ratio}"
-            )
+        self.require(1 <= n <= 16, f"n must be 1..16, got {n}")
+        self.require(1 <= min_chars <= 1000, f"min_chars must be 1..1000, got {min_chars}")
+        ratio = min_length_ratio
+        self.require(0.0 <= ratio <= 1.0, f"min_length_ratio must be in [0, 1], got {ratio}")
         self.n = n
         self.min_chars = min_chars
         self.min_length_ratio = min_length_ratio
 
     def params(self) -> dict[str, Any]:
-        # min_length_ratio only changes the match test, but saved state is cheap to refuse.
         return {
             "n": self.n,
             "min_chars": self.min_chars,
@@ -121,15 +108,13 @@ class SentencesBackend(Backend):
 
     def signature(self, doc: Document) -> SentencesSignature:
         chosen, total = self.longest(doc)
-        if len(chosen) < self.n:
-            return SentencesSignature(_NO_HASH, min(total, _U32))
-        digest = xxhash.xxh3_128_digest("\n".join(sorted(chosen)).encode("utf-8", "surrogatepass"))
+        text = "\n".join(sorted(chosen)).encode("utf-8", "surrogatepass")
+        digest = xxhash.xxh3_128_digest(text) if len(chosen) == self.n else _NO_HASH
         return SentencesSignature(digest, min(total, _U32))
 
     def bucket_keys(self, signature: SentencesSignature) -> list[int]:
-        if signature.digest == _NO_HASH:
-            return []
-        return [int.from_bytes(signature.digest[:8], "little")]
+        digest = signature.digest
+        return [] if digest == _NO_HASH else [int.from_bytes(digest[:8], "little")]
 
     def similarity(self, a: SentencesSignature, b: SentencesSignature) -> float | None:
         if a.digest != b.digest or a.digest == _NO_HASH:
@@ -142,6 +127,5 @@ class SentencesBackend(Backend):
         return signature.digest + signature.length.to_bytes(4, "little")
 
     def decode(self, data: bytes) -> SentencesSignature:
-        if len(data) != 20:
-            raise ValueError(f"sentences signature must be 20 bytes, got {len(data)}")
+        data = self.sized(data, 20)
         return SentencesSignature(data[:16], int.from_bytes(data[16:], "little"))

@@ -1,9 +1,8 @@
 """SimHash (Charikar 2002) with the block index of Manku, Jain and Das Sarma (WWW 2007).
 
-Promises: a 64-bit fingerprint over weighted shingles of the document's prose lines; the
-index's buckets (one per combination of ``blocks - k`` blocks) find every stored fingerprint
-within Hamming distance ``k``, by the pigeonhole principle. Pure maths: no Scrapy, no storage.
-Rationale and parameters (``k``, ``blocks``, prose lines): ``docs/design.md#simhash``.
+A 64-bit fingerprint (the ``simhash`` package's) over weighted shingles of the document's
+prose lines; a bucket per combination of ``blocks - k`` blocks finds every stored fingerprint
+within Hamming distance ``k``. Rationale and parameters: ``docs/design.md#simhash``.
 """
 
 from __future__ import annotations
@@ -21,24 +20,15 @@ from scrapy_neardup.backends.base import Backend
 from scrapy_neardup.text import CJK_CHARS, Document, ShingleSpec, term_weights
 
 BITS = 64
-#: The widest k: at 12 bits the index has 455 tables (``blocks = k + 3``) of 12-13 bit
-#: keys, so each query screens many fingerprints (by Hamming distance, in the store) and
-#: verifies those within k; use it with the "similar" decision's precision in mind.
-MAX_K = 12
+MAX_K = 12  #: the widest k: 455 tables of 12-13 bit keys (docs/design.md#simhash)
 WEIGHTS = ("count", "log")
-
-
 _KEY_BITS = 48  # bits of a bucket key that hold fingerprint bits; the rest name the table
 
 
 def block_masks(blocks: int) -> list[tuple[int, int]]:
     """(shift, mask) of each block, as even as 64 bits allow."""
-    sizes = [BITS // blocks + (1 if i < BITS % blocks else 0) for i in range(blocks)]
-    out, shift = [], 0
-    for size in sizes:
-        out.append((shift, (1 << size) - 1))
-        shift += size
-    return out
+    sizes = [BITS // blocks + (i < BITS % blocks) for i in range(blocks)]
+    return [(sum(sizes[:i]), (1 << size) - 1) for i, size in enumerate(sizes)]
 
 
 def block_tables(k: int, blocks: int) -> list[list[tuple[int, int, int]]]:
@@ -46,15 +36,11 @@ def block_tables(k: int, blocks: int) -> list[list[tuple[int, int, int]]]:
     of its blocks, which packs the chosen bits into one integer of at most 48 bits."""
     masks = block_masks(blocks)
     tables = []
-    for chosen in combinations(range(blocks), blocks - k):
-        parts, position = [], 0
-        for i in chosen:
-            shift, mask = masks[i]
-            parts.append((shift, mask, position))
-            position += mask.bit_length()
-        if position > _KEY_BITS:
-            raise ValueError(f"simhash blocks={blocks} with k={k} gives {position}-bit tables")
-        tables.append(parts)
+    for chosen in combinations(masks, blocks - k):
+        widths = [mask.bit_length() for _, mask in chosen]
+        if sum(widths) > _KEY_BITS:
+            raise ValueError(f"simhash blocks={blocks} with k={k} gives {sum(widths)}-bit tables")
+        tables.append([(shift, mask, sum(widths[:i])) for i, (shift, mask) in enumerate(chosen)])
     return tables
 
 
@@ -74,30 +60,22 @@ def line_words(line: str) -> int:
     return len(_CJK_RUN.sub(" ", line).split()) + cjk // 2 if cjk else len(line.split())
 
 
-def _split(doc: Document, min_words: int) -> tuple[list[str], list[str]] | None:
+def _split(doc: Document, min_words: int) -> tuple[Document, Document] | None:
     """(prose lines, short lines), or None when the whole text is to be used."""
-    if not min_words:
+    lines = doc.text.splitlines() if min_words else []
+    counts = [line_words(line) for line in lines]
+    kept = [line for line, n in zip(lines, counts, strict=True) if n >= min_words]
+    if len(kept) == len(lines) or sum(n for n in counts if n >= min_words) < MIN_PROSE_WORDS:
         return None
-    kept: list[str] = []
-    short: list[str] = []
-    words = 0
-    for line in doc.text.splitlines():
-        n = line_words(line)
-        if n >= min_words:
-            kept.append(line)
-            words += n
-        else:
-            short.append(line)
-    if not short or words < MIN_PROSE_WORDS:
-        return None
-    return kept, short
+    short = [line for line, n in zip(lines, counts, strict=True) if n < min_words]
+    return Document("\n".join(kept)), Document("\n".join(short))
 
 
 def prose(doc: Document, min_words: int) -> Document:
     """The document's lines of at least ``min_words`` words (all of it when they hold fewer
     than :data:`MIN_PROSE_WORDS`, or with ``min_words`` 0)."""
     split = _split(doc, min_words)
-    return doc if split is None else Document("\n".join(split[0]))
+    return doc if split is None else split[0]
 
 
 def prose_counts(doc: Document, min_words: int, spec: ShingleSpec) -> dict[str, float]:
@@ -105,20 +83,18 @@ def prose_counts(doc: Document, min_words: int, spec: ShingleSpec) -> dict[str, 
     less those of its short lines (a few, tokenised alone: no token spans a line), so the
     text is not tokenised twice (jieba is most of a Chinese page's cost)."""
     split = _split(doc, min_words)
-    if split is None:
-        return term_weights(doc.shingle_strings(spec))
-    if spec != _WORDS:
-        return term_weights(Document("\n".join(split[0])).shingle_strings(spec))
-    counts = Counter(doc.tokens)
-    counts.subtract(Document("\n".join(split[1])).tokens)
-    return {word: n for word, n in counts.items() if n > 0}
+    if split is not None and spec == _WORDS:
+        counts = Counter(doc.tokens)
+        counts.subtract(split[1].tokens)
+        return {word: n for word, n in counts.items() if n > 0}
+    return term_weights((doc if split is None else split[0]).shingle_strings(spec))
 
 
 class SimHashBackend(Backend):
     """64-bit SimHash; a match is a Hamming distance of at most ``k``."""
 
     name = "simhash"
-    reads_tokens = True  # the token list, not only its hashes (see Deduplicator.sign)
+    reads_tokens = True  # single words are the tokens: see Deduplicator.sign
 
     def __init__(
         self,
@@ -128,17 +104,16 @@ class SimHashBackend(Backend):
         weights: str = "count",
         lines: int = PROSE_LINE_WORDS,
     ) -> None:
-        if weights not in WEIGHTS:
-            raise ValueError(f"simhash weights must be one of {WEIGHTS}, got {weights!r}")
-        self.weights = weights
-        if isinstance(k, bool) or not 1 <= k <= MAX_K:
-            raise ValueError(f"simhash k must be 1..{MAX_K} bits, got {k}")
+        self.require(weights in WEIGHTS, f"weights must be one of {WEIGHTS}, got {weights!r}")
+        valid_k = not isinstance(k, bool) and 1 <= k <= MAX_K
+        self.require(valid_k, f"k must be 1..{MAX_K} bits, got {k}")
         if blocks is None:  # above 7 bits, pairs of blocks would be keys of 9-12 bits
             blocks = k + 2 if k <= 7 else k + 3
-        if not k + 1 <= blocks <= k + 3:
-            raise ValueError(f"simhash blocks must be k+1..k+3 ({k + 1}..{k + 3}), got {blocks}")
-        if not 0 <= lines <= 1000:
-            raise ValueError(f"simhash lines must be 0..1000 words (0: every line), got {lines}")
+        self.require(k < blocks <= k + 3, f"blocks must be {k + 1}..{k + 3}, got {blocks}")
+        self.require(
+            0 <= lines <= 1000, f"lines must be 0..1000 words (0: every line), got {lines}"
+        )
+        self.weights = weights
         self.lines = lines
         self.k = self.hamming_limit = k
         self.blocks = blocks
@@ -159,9 +134,7 @@ class SimHashBackend(Backend):
         return params
 
     def signature(self, doc: Document) -> int:
-        weights = prose_counts(doc, self.lines, self.shingles)
-        if not weights:
-            return 0
+        weights = prose_counts(doc, self.lines, self.shingles)  # none: the fingerprint is 0
         if self.weights == "log":  # 1 + ln(tf): a feature repeated 20 times weighs 4, not 20
             weights = {f: 1.0 + math.log(w) for f, w in weights.items()}
         # simhash multiplies a uint8 bit array by integer weights above its batch cutoff,
@@ -198,6 +171,4 @@ class SimHashBackend(Backend):
         return signature.to_bytes(8, "little")
 
     def decode(self, data: bytes) -> int:
-        if len(data) != 8:
-            raise ValueError(f"simhash signature must be 8 bytes, got {len(data)}")
-        return int.from_bytes(data, "little")
+        return int.from_bytes(self.sized(data, 8), "little")

@@ -1,10 +1,9 @@
 """SpotSigs, after Theobald, Siddharth and Paepcke (SIGIR 2008).
 
-Promises: spot signatures (a frequent stopword of the text's language followed by a chain of
-the next non-stopwords, :mod:`scrapy_neardup.stopwords`) come almost only from running text;
+Spot signatures (a frequent stopword of the text's language followed by a chain of the next
+non-stopwords, :mod:`scrapy_neardup.stopwords`) come almost only from running text;
 candidates are pruned by length partitions and an inverted index without losing any pair at
-or above the Jaccard threshold. Pure maths: no Scrapy, no storage.
-Rationale and parameters: ``docs/design.md#spotsigs``.
+or above the Jaccard threshold. Rationale and parameters: ``docs/design.md#spotsigs``.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_neardup.backends.base import Backend
+from scrapy_neardup.backends.base import ArrayBackend
 from scrapy_neardup.stopwords import (
     CHINESE_ANTECEDENTS,
     CHINESE_STOPWORDS,
@@ -28,14 +27,12 @@ from scrapy_neardup.stopwords import (
 )
 from scrapy_neardup.text import TOKEN_HASH, Document, hash_tokens, shingle_hashes
 
-_EPSILON = 1e-9
+_EPSILON = 1e-9  # keeps a pair at exactly the threshold: 0.55 * 100 is 55.00000000000001
 _ANCHOR = "\x00"  # marks the antecedent of an anchored spot (a page in no known language)
-
-
 CANDIDATE_FLOOR = 0.2
 
 
-class SpotSigsBackend(Backend):
+class SpotSigsBackend(ArrayBackend):
     """Jaccard similarity of spot-signature sets; a match is at least ``threshold``."""
 
     name = "spotsigs"
@@ -51,20 +48,13 @@ class SpotSigsBackend(Backend):
         languages: Sequence[str] | None = None,
         anchors: int = 4,
     ) -> None:
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"spotsigs threshold must be in (0, 1], got {threshold}")
-        if not 1 <= min_spots <= 1000:
-            raise ValueError(f"spotsigs min_spots must be 1..1000, got {min_spots}")
-        if not 1 <= chain <= 8:
-            raise ValueError(f"spotsigs chain must be 1..8, got {chain}")
+        self.require(0.0 < threshold <= 1.0, f"threshold must be in (0, 1], got {threshold}")
+        self.require(1 <= min_spots <= 1000, f"min_spots must be 1..1000, got {min_spots}")
+        self.require(1 <= chain <= 8, f"chain must be 1..8, got {chain}")
+        self.require(0 <= anchors <= 64, f"anchors must be 0..64 (0: none), got {anchors}")
         self.threshold = threshold
         self.chain = chain
-        # A page with a handful of spots (a list of links, a language without a list) would
-        # match another one on a single shared line: below this floor a document is never
-        # indexed or matched (the exact hash still applies).
-        self.min_spots = min_spots
-        if not 0 <= anchors <= 64:
-            raise ValueError(f"spotsigs anchors must be 0..64 (0: none), got {anchors}")
+        self.min_spots = min_spots  # fewer spots: never indexed or matched (a list of links)
         self.anchors = anchors
         self.fixed: LanguageWords | None = None
         if antecedents is not None or stopwords is not None:
@@ -76,35 +66,23 @@ class SpotSigsBackend(Backend):
         else:
             self.languages = tuple(LANGUAGES) if languages is None else tuple(languages)
             unknown = sorted(set(self.languages) - LANGUAGES.keys())
-            if unknown or not self.languages:
-                raise ValueError(
-                    f"spotsigs languages {unknown or '[]'} unknown; choose from {sorted(LANGUAGES)}"
-                )
+            valid = bool(self.languages) and not unknown
+            self.require(valid, f"languages {unknown} unknown; choose from {sorted(LANGUAGES)}")
 
     def params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"threshold": self.threshold, "chain": self.chain}
         if self.fixed is not None:
-            words: dict[str, Any] = {
-                "antecedents": sorted(self.fixed.antecedents),
-                "stopwords": sorted(self.fixed.stopwords),
-            }
+            params["antecedents"] = sorted(self.fixed.antecedents)
+            params["stopwords"] = sorted(self.fixed.stopwords)
         else:
-            words = {
-                "languages": {
-                    lang: [sorted(LANGUAGES[lang].antecedents), sorted(LANGUAGES[lang].stopwords)]
-                    for lang in sorted(self.languages)
-                },
-                "language_guess": f"stopword-coverage>={MIN_COVERAGE}",
+            params["languages"] = {
+                lang: [sorted(LANGUAGES[lang].antecedents), sorted(LANGUAGES[lang].stopwords)]
+                for lang in sorted(self.languages)
             }
-        params = {
-            "threshold": self.threshold,
-            "chain": self.chain,
-            **words,
-            "index": "all-spots",
-            "min_spots": self.min_spots,
-            "token_hash": TOKEN_HASH,
-        }
-        if self.anchors and self.fixed is None:  # without it, the states written before it
-            params["anchors"] = self.anchors
+            params["language_guess"] = f"stopword-coverage>={MIN_COVERAGE}"
+            if self.anchors:  # without it, the parameters of the states written before it
+                params["anchors"] = self.anchors
+        params.update(index="all-spots", min_spots=self.min_spots, token_hash=TOKEN_HASH)
         return params
 
     def words(self, tokens: Sequence[str]) -> LanguageWords | None:
@@ -134,33 +112,24 @@ class SpotSigsBackend(Backend):
 
     def _anchored(self, tokens: list[str]) -> list[tuple[str, ...]]:
         """Spots of a page in no known language: every token whose hash is 0 modulo
-        ``anchors`` is an antecedent, followed by the next ``chain`` tokens. The anchors
-        depend on the text alone, so a copy has the same ones, as a copy has the same
-        stopwords (the anchor is marked, so these spots never equal a language's)."""
-        if not self.anchors or len(tokens) <= self.chain:
+        ``anchors`` is a (marked) antecedent, followed by the next ``chain`` tokens."""
+        if not self.anchors:
             return []
-        hashes = hash_tokens(tokens)
-        picked = np.flatnonzero(hashes % np.uint64(self.anchors) == 0)
-        end = len(tokens) - self.chain
-        return [
-            (_ANCHOR + tokens[i], *tokens[i + 1 : i + 1 + self.chain]) for i in picked if i < end
-        ]
+        starts = np.flatnonzero(hash_tokens(tokens[: -self.chain]) % np.uint64(self.anchors) == 0)
+        return [(_ANCHOR + tokens[i], *tokens[i + 1 : i + 1 + self.chain]) for i in starts]
 
     def signature(self, doc: Document) -> np.ndarray:
         """Sorted unique 64-bit hashes of the spot signatures (the global order is hash order)."""
         spots = self.spots(doc.tokens)
-        if self.fixed is None and len(set(spots)) < self.min_spots:
-            # Too few to be indexed (no known language, a list, a short text in a language
-            # with few antecedents): anchored spots, where the text has enough of them.
+        if self.fixed is None and len(set(spots)) < self.min_spots:  # too few to be indexed
             anchored = self._anchored(doc.tokens)
             if len(set(anchored)) >= self.min_spots:
                 spots = anchored
         if not spots:
             return np.empty(0, dtype=np.uint64)
         width = self.chain + 1
-        flat = hash_tokens([w for spot in spots for w in spot]).reshape(-1, width)
-        hashes = shingle_hashes(flat.ravel(), width)[::width]
-        return np.unique(hashes)
+        hashes = shingle_hashes(hash_tokens([w for spot in spots for w in spot]), width)
+        return np.unique(hashes[::width])
 
     @classmethod
     def similar_candidates(cls, shingles: int, spots: bool) -> dict[str, Any]:
@@ -170,8 +139,7 @@ class SpotSigsBackend(Backend):
         return {"chain": SPOT_CHAIN, "threshold": SPOT_SIMILARITY} if spots else {}
 
     def _at_least(self, size: int) -> int:
-        """The fewest of ``size`` spots that can reach the threshold. The epsilon keeps a pair
-        at exactly the threshold: 0.55 * 100 is 55.00000000000001 in floating point."""
+        """The fewest of ``size`` spots that can reach the threshold."""
         return math.ceil(self.threshold * size - _EPSILON)
 
     def prefix_length(self, size: int) -> int:
@@ -185,29 +153,22 @@ class SpotSigsBackend(Backend):
         return self.prefix_length(len(signature))
 
     def estimate(self, a: np.ndarray, b: np.ndarray) -> float | None:
-        """The Jaccard similarity of the spot sets, without the length partition (a copy
-        inside a page up to five times its size is found by containment), from
-        :data:`CANDIDATE_FLOOR` up: below it, what two pages share is their template (a page
-        whose article extraction missed is all template, and so "contained" in any page of
-        its site)."""
+        """The Jaccard similarity of the spot sets without the length partition, from
+        :data:`CANDIDATE_FLOOR` up (below it, what two pages share is their template:
+        docs/design.md#spotsigs)."""
         if min(len(a), len(b)) < self.min_spots:
             return None
-        common = len(np.intersect1d(a, b, assume_unique=True))
-        jaccard = common / (len(a) + len(b) - common)
+        jaccard = _jaccard(a, b)
         return jaccard if jaccard >= CANDIDATE_FLOOR else None
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:
         small, large = sorted((len(a), len(b)))
         if small < self.min_spots or small < self._at_least(large):  # length partition
             return None
-        common = len(np.intersect1d(a, b, assume_unique=True))
-        jaccard = common / (len(a) + len(b) - common)
+        jaccard = _jaccard(a, b)
         return jaccard if jaccard >= self.threshold - _EPSILON else None
 
-    def encode(self, signature: np.ndarray) -> bytes:
-        return signature.astype("<u8", copy=False).tobytes()
 
-    def decode(self, data: bytes) -> np.ndarray:
-        if len(data) % 8:
-            raise ValueError(f"spotsigs signature length must be a multiple of 8, got {len(data)}")
-        return np.frombuffer(data, dtype="<u8").astype(np.uint64)
+def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    common = len(np.intersect1d(a, b, assume_unique=True))
+    return common / (len(a) + len(b) - common)

@@ -1,9 +1,8 @@
 """Broder's super-shingles (1997, 2000) over the ``minhash`` backend's min-hash values.
 
-Promises: the ``m`` min-hash values (those of :class:`MinHashBackend`, bit for bit) are cut
-into ``m'`` groups, each hashed into a super-shingle; a bucket per combination of ``b``
-super-shingles ("megashingles") makes every pair agreeing on ``b`` of them share a bucket.
-Pure maths: no Scrapy, no storage. Rationale and parameters: ``docs/design.md#supershingles``.
+The min-hash values of :class:`MinHashBackend` are cut into ``groups``, each hashed into a
+super-shingle; a bucket per combination of ``b`` super-shingles ("megashingles") makes every
+pair agreeing on ``b`` of them share a bucket. Rationale: ``docs/design.md#supershingles``.
 """
 
 from __future__ import annotations
@@ -13,9 +12,8 @@ from math import comb
 from typing import Any
 
 import numpy as np
-import xxhash
 
-from scrapy_neardup.backends.base import Backend
+from scrapy_neardup.backends.base import ArrayBackend, band_keys
 from scrapy_neardup.backends.minhash import MinHashBackend
 from scrapy_neardup.text import TOKEN_HASH, Document, ShingleSpec
 
@@ -23,7 +21,7 @@ _EMPTY_MINHASH = np.uint32(0xFFFFFFFF)  # what MinHash gives an empty shingle se
 _MAX_BUCKETS = 1024
 
 
-class SuperShinglesBackend(Backend):
+class SuperShinglesBackend(ArrayBackend):
     """``groups`` super-shingles of ``num_perm`` min-hashes; a match shares at least ``b``."""
 
     name = "supershingles"
@@ -36,24 +34,16 @@ class SuperShinglesBackend(Backend):
         shingles: str | ShingleSpec = "word:3",
         seed: int = 1,
     ) -> None:
-        if not 1 <= groups <= num_perm or num_perm % groups:
-            raise ValueError(
-                f"supershingles groups must divide num_perm ({num_perm}), got {groups}"
-            )
-        if not 1 <= b <= groups:
-            raise ValueError(f"supershingles b must be 1..groups ({groups}), got {b}")
-        if comb(groups, b) > _MAX_BUCKETS:
-            raise ValueError(
-                f"supershingles groups={groups}, b={b} gives {comb(groups, b)} buckets per "
-                f"document (at most {_MAX_BUCKETS})"
-            )
+        divides = 1 <= groups <= num_perm and num_perm % groups == 0
+        self.require(divides, f"groups must divide num_perm ({num_perm}), got {groups}")
+        self.require(1 <= b <= groups, f"b must be 1..groups ({groups}), got {b}")
+        buckets = f"{comb(groups, b)} buckets per document (at most {_MAX_BUCKETS})"
+        self.require(comb(groups, b) <= _MAX_BUCKETS, f"groups={groups}, b={b} gives {buckets}")
         # MinHashBackend validates num_perm and shingles; its threshold and banding are unused.
         self.minhash = MinHashBackend(num_perm=num_perm, shingles=shingles, seed=seed)
         self.num_perm = num_perm
-        self.groups = groups
+        self.groups = self.size = groups
         self.b = b
-        self.shingles = self.minhash.shingles
-        self.seed = seed
         self._combinations = [list(c) for c in combinations(range(groups), b)]
 
     def params(self) -> dict[str, Any]:
@@ -61,48 +51,27 @@ class SuperShinglesBackend(Backend):
             "num_perm": self.num_perm,
             "groups": self.groups,
             "b": self.b,
-            "shingles": str(self.shingles),
-            "seed": self.seed,
+            "shingles": str(self.minhash.shingles),
+            "seed": self.minhash.seed,
             "scheme": "affine32",
             "token_hash": TOKEN_HASH,
             "hash": "xxh3_64",
         }
 
     def signature(self, doc: Document) -> np.ndarray:
-        """The ``groups`` super-shingles (uint64); all zero for a text without shingles, which
-        never matches (a real text gives all-zero super-shingles with probability 2**-64 per
-        group)."""
+        """The ``groups`` super-shingles (uint64); all zero, never matched, for a text without
+        shingles."""
         values = self.minhash.signature(doc)
         if (values == _EMPTY_MINHASH).all():
             return np.zeros(self.groups, dtype=np.uint64)
         rows = values.astype("<u4", copy=False).reshape(self.groups, -1)
-        return np.array(
-            [xxhash.xxh3_64_intdigest(row.tobytes(), seed=i) for i, row in enumerate(rows)],
-            dtype=np.uint64,
-        )
+        return np.array(band_keys(row.tobytes() for row in rows), dtype=np.uint64)
 
     def bucket_keys(self, signature: np.ndarray) -> list[int]:
         if not signature.any():
             return []
-        return [
-            xxhash.xxh3_64_intdigest(signature[chosen].astype("<u8").tobytes(), seed=table)
-            for table, chosen in enumerate(self._combinations)
-        ]
+        return band_keys(signature[chosen].astype("<u8").tobytes() for chosen in self._combinations)
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float | None:
-        if not a.any() or not b.any():
-            return None
-        k = int(np.count_nonzero(a == b))
-        if k < self.b:
-            return None
-        return (k / self.groups) ** (self.groups / self.num_perm)
-
-    def encode(self, signature: np.ndarray) -> bytes:
-        return signature.astype("<u8", copy=False).tobytes()
-
-    def decode(self, data: bytes) -> np.ndarray:
-        if len(data) != 8 * self.groups:
-            raise ValueError(
-                f"supershingles signature must be {8 * self.groups} bytes, got {len(data)}"
-            )
-        return np.frombuffer(data, dtype="<u8").astype(np.uint64)
+        k = int(np.count_nonzero(a == b)) if a.any() and b.any() else 0
+        return (k / self.groups) ** (self.groups / self.num_perm) if k >= self.b else None
