@@ -17,7 +17,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import xxhash
@@ -57,8 +57,8 @@ class _Growing:
     def extend(self, values: Any) -> None:
         values = np.asarray(values)
         need = self.size + len(values)
-        if need > len(self.data):
-            bigger = self._capacity(need)
+        if need > len(self.data):  # doubled, mapped once past ``MAPPED`` bytes
+            bigger = _empty(max(need, 2 * len(self.data)), self.data.dtype)
             bigger[: self.size] = self.data[: self.size]
             self.data = bigger
         self.data[self.size : need] = values
@@ -68,19 +68,10 @@ class _Growing:
         """One offset; a u32 array becomes u64 past 4 GiB rather than wrap."""
         if value > 0xFFFFFFFF and self.data.dtype == np.uint32:
             self.data = self.data.astype(np.uint64)
-        if self.size == len(self.data):
-            bigger = self._capacity(self.size + 1)
-            bigger[: self.size] = self.data
-            self.data = bigger
-        self.data[self.size] = value
-        self.size += 1
+        self.extend((value,))
 
     def __getitem__(self, i: int) -> int:
         return int(self.data[i])
-
-    def _capacity(self, need: int) -> np.ndarray:
-        """A doubled buffer, mapped once past ``MAPPED`` bytes."""
-        return _empty(max(need, 2 * len(self.data)), self.data.dtype)
 
 
 def _empty(size: int, dtype: Any) -> np.ndarray:
@@ -237,18 +228,16 @@ class _SignatureFile:
     once, and what it would have held stays in memory: the crawl goes on, nothing lost."""
 
     def __init__(self) -> None:
-        self._fd: int | None = None
+        self._file: IO[bytes] | None = None
         self._writable = True
         self._written = 0
         self._tail = bytearray()
         try:
-            handle, path = tempfile.mkstemp(prefix="neardup-signatures-")
+            self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 (closed below)
         except OSError as exc:
             self._give_up(exc)
             return
-        os.unlink(path)  # gone with the process, whatever way it ends
-        self._fd = handle
-        self._finalizer = weakref.finalize(self, os.close, handle)
+        weakref.finalize(self, self._file.close)  # and unlinked: a kill leaves nothing
 
     def _give_up(self, exc: OSError) -> None:
         logger.warning(
@@ -265,13 +254,13 @@ class _SignatureFile:
         return self._written + len(self._tail)
 
     def _write(self) -> None:
-        if self._fd is None or not self._writable:
+        if self._file is None or not self._writable:
             return
         data = bytes(self._tail)
         done = 0
         try:
             while done < len(data):
-                done += os.write(self._fd, data[done:])
+                done += os.write(self._file.fileno(), data[done:])
         except OSError as exc:  # bytes past _written in the file are never read
             self._give_up(exc)
             return
@@ -282,8 +271,8 @@ class _SignatureFile:
         """The bytes of one append (the tail is written whole, so none straddles it)."""
         if start >= self._written:
             return bytes(self._tail[start - self._written : end - self._written])
-        assert self._fd is not None  # bytes before _written are in the file
-        data = os.pread(self._fd, end - start, start)
+        assert self._file is not None  # bytes before _written are in the file
+        data = os.pread(self._file.fileno(), end - start, start)
         if len(data) != end - start:
             raise OSError(f"signature file: read {len(data)} of {end - start} bytes")
         return data
@@ -298,18 +287,18 @@ class MemoryBucketStore:
 
     def __init__(self, flush: int = FLUSH, codec: Backend | None = None) -> None:
         """``flush``: postings kept in a dict before they become a sorted run (tests lower
-        it); ``codec``: the backend whose ``encode``/``decode`` pack signatures."""
+        it); ``codec``: the backend whose ``encode``/``decode`` pack signatures into the
+        signature file (without one, as the tests and the evaluation make it, signatures are
+        kept as the objects given)."""
         self._codec = codec
         self._lock = threading.Lock()
         self._n = 0
         self._keys = _Growing(np.uint8, 1 << 16)
         self._key_ends = _Growing(np.uint32)
         self._table = np.full(1024, -1, dtype=np.int32)
-        self._kind: tuple[str, Any] | None = None  # ("array", dtype) or ("bytes", uint8)
-        self._sigs: _Growing | None = None
-        self._sig_ends = _Growing(np.uint32)
-        self._objects: dict[int, Any] = {}
-        self._file: _SignatureFile | None = None  # with a codec: the signatures, on disk
+        self._objects: list[Any] = []  # without a codec: the signatures
+        self._file = _SignatureFile() if codec is not None else None
+        self._sig_ends = _Growing(np.uint32)  # with a codec: where each one ends in the file
         self._decoded: OrderedDict[int, Any] = OrderedDict()  # doc -> signature, latest last
         self._postings = _Postings(flush)
         # A backend with a Hamming key (SimHash's fingerprint): 8 bytes a document in memory,
@@ -335,73 +324,26 @@ class MemoryBucketStore:
     def _grow_table(self) -> None:
         self._table = _empty(2 * len(self._table), np.int32)
         self._table.fill(-1)
-        mask = len(self._table) - 1
         for doc in range(self._n):
-            slot = xxhash.xxh3_64_intdigest(self._key_bytes(doc)) & mask
-            while self._table[slot] >= 0:
-                slot = (slot + 1) & mask
-            self._table[slot] = doc
+            self._table[self._slot(self._key_bytes(doc))[0]] = doc
 
     # -- signatures ----------------------------------------------------------------------
 
-    def _pack(self, doc: int, signature: Any) -> None:
-        if self._codec is not None:
-            if self._file is None:
-                self._file = _SignatureFile()
-            self._sig_ends.append(self._file.append(self._codec.encode(signature)))
-            return
-        if self._kind is None:
-            if isinstance(signature, np.ndarray) and signature.ndim == 1:
-                self._kind = ("array", signature.dtype)
-            elif isinstance(signature, bytes):
-                self._kind = ("bytes", np.dtype(np.uint8))
-            else:
-                self._kind = ("object", None)
-            if self._kind[1] is not None:
-                self._sigs = _Growing(self._kind[1], 1 << 12)
-        kind, dtype = self._kind
-        packed: np.ndarray | None
-        if kind == "array" and isinstance(signature, np.ndarray) and signature.dtype == dtype:
-            packed = signature.ravel() if signature.ndim == 1 else None
-        elif kind == "bytes" and isinstance(signature, bytes):
-            packed = np.frombuffer(signature, dtype=np.uint8)
-        else:
-            packed = None
-        if packed is None:
-            self._objects[doc] = signature
-        else:
-            assert self._sigs is not None  # made with the kind that packs
-            self._sigs.extend(packed)
-        self._sig_ends.append(self._sigs.size if self._sigs is not None else 0)
-
-    def _signature(self, doc: int, copy: bool = False) -> Any:
-        if self._file is not None and self._codec is not None:  # only a codec makes one
-            start = self._sig_ends[doc - 1] if doc else 0
-            return self._codec.decode(self._file.read(start, self._sig_ends[doc]))
-        found = self._objects.get(doc)
-        if found is not None or doc in self._objects:
-            return found
+    def _signature(self, doc: int) -> Any:
+        if self._file is None or self._codec is None:
+            return self._objects[doc]
         start = self._sig_ends[doc - 1] if doc else 0
-        assert self._sigs is not None and self._kind is not None  # a packed signature
-        view = self._sigs.data[start : self._sig_ends[doc]]
-        if self._kind[0] == "bytes":
-            data = view.tobytes()
-            return self._codec.decode(data) if self._codec is not None else data
-        return view.copy() if copy else view
+        return self._codec.decode(self._file.read(start, self._sig_ends[doc]))
 
     def _candidate(self, doc: int) -> Any:
         """``_signature(doc)`` for a verification, which only reads it: decoded once while it
-        is among the :data:`DECODED` latest candidates (a document's signature never changes
-        once added)."""
-        if self._codec is None:
-            return self._signature(doc)
+        is among the :data:`DECODED` latest candidates (a signature never changes once added)."""
         found = self._decoded.get(doc)
-        if found is not None:
-            self._decoded.move_to_end(doc)
-            return found
-        found = self._decoded[doc] = self._signature(doc)
-        if len(self._decoded) > DECODED:
-            self._decoded.popitem(last=False)
+        if found is None:
+            found = self._decoded[doc] = self._signature(doc)
+            if len(self._decoded) > DECODED:
+                self._decoded.popitem(last=False)
+        self._decoded.move_to_end(doc)
         return found
 
     # -- the BucketStore protocol --------------------------------------------------------
@@ -463,18 +405,21 @@ class MemoryBucketStore:
         self._key_ends.append(self._keys.size)
         self._table[slot] = doc
         self._n += 1
-        self._pack(doc, signature)
-        hamming = self._codec.hamming_key(signature) if self._codec is not None else None
-        if hamming is not None:
-            self._hamming_keys.append(hamming)
+        if self._file is None or self._codec is None:
+            self._objects.append(signature)
+        else:
+            self._sig_ends.append(self._file.append(self._codec.encode(signature)))
+            hamming = self._codec.hamming_key(signature)
+            if hamming is not None:
+                self._hamming_keys.append(hamming)
         self._postings.add(doc, buckets)
         if self._n * 10 > len(self._table) * 7:
             self._grow_table()
 
     def items(self) -> Iterator[tuple[str, Any]]:
-        """(key, signature) in insertion order; signatures are copies, not views."""
+        """(key, signature) in insertion order."""
         for doc in range(self._n):
-            yield self._key_bytes(doc).decode(), self._signature(doc, copy=True)
+            yield self._key_bytes(doc).decode(), self._signature(doc)
 
     def __contains__(self, key: str) -> bool:
         with self._lock:

@@ -19,6 +19,7 @@ import struct
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, fields
 from operator import attrgetter
 from pathlib import Path
@@ -67,17 +68,9 @@ _head_row = attrgetter(*_HEAD_NAMES)
 #: A URL key as SQLite holds it: its 16 bytes as two signed 64-bit integers, the first the
 #: rowid (an insert costs two thirds of one keyed by a 16-byte blob).
 _KEY = struct.Struct("<qq")
-
-
-def _expected_schema() -> set[tuple[Any, ...]]:
-    db = sqlite3.connect(":memory:")
-    db.executescript(SCHEMA)
-    rows = set(db.execute("select type, name, tbl_name, sql from sqlite_master"))
-    db.close()
-    return rows
-
-
-_SCHEMA_ROWS = _expected_schema()
+_SCHEMA_SQL = "select type, name, tbl_name, sql from sqlite_master"
+with closing(sqlite3.connect(":memory:")) as _db:
+    _SCHEMA_ROWS = set(_db.executescript(SCHEMA).execute(_SCHEMA_SQL))
 
 
 def refuse_link(path: Path) -> bool:
@@ -100,17 +93,13 @@ def refuse_link(path: Path) -> bool:
     return True
 
 
-def sync_directory(path: Path) -> None:
-    """fsync a directory, so that a rename in it survives a crash of the machine."""
-    fd = os.open(path, os.O_RDONLY)
+def _fsync(path: Path | str, flags: int = 0) -> None:
+    """fsync a file, or a directory (so that a rename in it survives a crash of the machine)."""
+    fd = os.open(path, os.O_RDONLY | flags)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _is_disk_full(exc: sqlite3.Error) -> bool:
-    return "database or disk is full" in str(exc)
 
 
 class StateDB:
@@ -148,8 +137,7 @@ class StateDB:
         """Reopen the file for writing (WAL), once the state read from it was accepted."""
         if self._db is not None:
             self._db.close()
-        self._db = self._connect(str(self.path))
-        self._pragmas("pragma journal_mode=wal", "pragma synchronous=normal")
+        self._db = self._connect(str(self.path), pragmas=("journal_mode=wal", "synchronous=normal"))
 
     @classmethod
     def temporary(cls, flush_interval: float = 1.0) -> StateDB:
@@ -159,67 +147,53 @@ class StateDB:
         os.close(handle)
         self = cls(Path(name), flush_interval)
         self._temporary = True
-        self._db = self._connect(name)
-        self._pragmas("pragma journal_mode=memory", "pragma synchronous=off")
+        self._db = self._connect(name, pragmas=("journal_mode=memory", "synchronous=off"))
         self._db.executescript(SCHEMA)
         self.path.unlink()
         return self
 
-    def _connect(self, name: str, read_only: bool = False) -> sqlite3.Connection:
-        try:
+    def _connect(
+        self, name: str, read_only: bool = False, pragmas: tuple[str, ...] = ()
+    ) -> sqlite3.Connection:
+        with self._errors():
             if read_only:
                 uri = Path(name).absolute().as_uri() + "?mode=ro"
                 db = sqlite3.connect(uri, uri=True, isolation_level=None)
             else:
                 db = sqlite3.connect(name, isolation_level=None, check_same_thread=False)
             # A crafted schema's functions never run; damage is seen at the read that meets it.
-            db.execute("pragma trusted_schema=off")
-            db.execute("pragma cell_size_check=on")
-        except sqlite3.Error as exc:
-            raise self._error(exc) from None
+            for pragma in ("trusted_schema=off", "cell_size_check=on", *pragmas):
+                db.execute(f"pragma {pragma}")
         return db
-
-    def _pragmas(self, *pragmas: str) -> None:
-        for pragma in pragmas:
-            self._execute(pragma)
 
     def _create(self, meta: dict[str, str]) -> None:
         """Make the file whole under another name, then rename it into place: a file named
         ``STATE_FILE`` always has its schema and meta, so one without is damage."""
         new = self.path.with_name(self.path.name + ".new")
         new.unlink(missing_ok=True)  # a leftover of a kill (or a link: unlinked, not followed)
-        db = self._connect(str(new))
-        try:
+        with self._errors(), closing(self._connect(str(new))) as db:
             db.executescript(SCHEMA)
             db.executemany("insert into meta values (?, ?)", [("format", FORMAT), *meta.items()])
-            db.close()
-            with new.open("rb") as fh:
-                os.fsync(fh.fileno())
-            os.replace(new, self.path)
-            sync_directory(self.path.parent)
-        except sqlite3.Error as exc:
-            db.close()
-            raise self._error(exc) from None
+        _fsync(new)
+        os.replace(new, self.path)
+        _fsync(self.path.parent)
 
     def _check(self) -> None:
         """Read the file through a read-only connection: its schema must be ours exactly,
         its format this one, and every page of its tables readable (``count(*)``)."""
         self._check_size()
-        db = self._connect(str(self.path), read_only=True)
-        try:
-            rows = set(db.execute("select type, name, tbl_name, sql from sqlite_master"))
-            found = {row[1] for row in rows}
-            version = None
-            if "meta" in found:
-                row = db.execute("select value from meta where name = 'format'").fetchone()
-                version = row[0] if row else None
-            if version is not None and version != FORMAT:
-                raise StateError(
-                    f"state format {version!r}: written by another release of scrapy-neardup "
-                    f"(this one reads format {FORMAT}); finish that crawl with the release "
-                    "that wrote it, or start a new JOBDIR",
-                    path=str(self.path),
-                )
+        with self._errors(), closing(self._connect(str(self.path), read_only=True)) as db:
+            rows = set(db.execute(_SCHEMA_SQL))
+            meta = any(row[1] == "meta" for row in rows)
+            found = db.execute("select value from meta where name = 'format'") if meta else ()
+            for (version,) in found:
+                if version != FORMAT:
+                    raise StateError(
+                        f"state format {version!r}: written by another release of scrapy-neardup "
+                        f"(this one reads format {FORMAT}); finish that crawl with the release "
+                        "that wrote it, or start a new JOBDIR",
+                        path=str(self.path),
+                    )
             if rows != _SCHEMA_ROWS:
                 extra = ", ".join(sorted(f"{row[0]} {row[1]}" for row in rows - _SCHEMA_ROWS))
                 gone = ", ".join(sorted(f"{row[0]} {row[1]}" for row in _SCHEMA_ROWS - rows))
@@ -230,10 +204,6 @@ class StateDB:
                 )
             for table in TABLES:
                 db.execute(f"select count(*) from {table}").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise self._error(exc) from None
-        finally:
-            db.close()
 
     def _check_size(self) -> None:
         """A file that is not SQLite's, or shorter than its header says (truncated; checked
@@ -259,12 +229,18 @@ class StateDB:
                 path=str(self.path),
             )
 
-    def _error(self, exc: sqlite3.Error) -> Exception:
-        """SQLite's error as ours: a full disk as OSError (ENOSPC), anything else about the
-        file as a StateError naming it."""
-        if _is_disk_full(exc):
-            return OSError(errno.ENOSPC, "No space left on device", str(self.path))
-        return StateError(f"unreadable state database: {exc}", path=str(self.path))
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite's errors about the file as ours: a full disk as OSError (ENOSPC), anything
+        else as a StateError naming the file. A misuse (ProgrammingError) is a bug: as it is."""
+        try:
+            yield
+        except sqlite3.ProgrammingError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            if "database or disk is full" in str(exc):
+                raise OSError(errno.ENOSPC, "No space left on device", str(self.path)) from None
+            raise StateError(f"unreadable state database: {exc}", path=str(self.path)) from None
 
     # -- statements and transactions ------------------------------------------------------
 
@@ -275,21 +251,13 @@ class StateDB:
         return self._db
 
     def _execute(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
-        try:
+        with self._errors():
             return self.db.execute(sql, tuple(params))
-        except sqlite3.ProgrammingError:
-            raise  # a bug here, not the file
-        except sqlite3.DatabaseError as exc:
-            raise self._error(exc) from None
 
     def _executemany(self, sql: str, rows: Iterable[Any]) -> None:
         self._begin()
-        try:
+        with self._errors():
             self.db.executemany(sql, rows)
-        except sqlite3.ProgrammingError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            raise self._error(exc) from None
 
     def _write(self, sql: str, params: Iterable[Any] = ()) -> None:
         self._begin()
@@ -323,11 +291,7 @@ class StateDB:
         if durable and self._unsynced and not self._temporary:
             self._unsynced = False
             with contextlib.suppress(FileNotFoundError):  # nothing was written
-                fd = os.open(f"{self.path}-wal", os.O_RDONLY | os.O_NOFOLLOW)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                _fsync(f"{self.path}-wal", os.O_NOFOLLOW)
         if durable:
             self._last_durable = time.monotonic()
 
@@ -362,13 +326,11 @@ class StateDB:
 
     def close(self) -> None:
         """Commit and close (checkpointing the WAL into the file)."""
-        if self._db is None:
-            return
         try:
-            self.commit(durable=True)
+            if self._db is not None:
+                self.commit(durable=True)
         finally:
-            db, self._db = self._db, None
-            db.close()
+            self.abandon()
 
     def abandon(self) -> None:
         """Close without writing anything more."""
@@ -380,8 +342,7 @@ class StateDB:
     # -- meta and counters ----------------------------------------------------------------
 
     def meta(self, name: str) -> str | None:
-        row = self._execute("select value from meta where name = ?", (name,)).fetchone()
-        return row[0] if row else None
+        return self._execute("select max(value) from meta where name = ?", (name,)).fetchone()[0]
 
     def set_meta(self, name: str, value: str) -> None:
         self._write("insert or replace into meta values (?, ?)", (name, value))
@@ -394,8 +355,8 @@ class StateDB:
         )
 
     def counter(self, name: str) -> int:
-        row = self._execute("select value from counters where name = ?", (name,)).fetchone()
-        return int(row[0]) if row else 0
+        sql = "select coalesce(sum(value), 0) from counters where name = ?"
+        return int(self._execute(sql, (name,)).fetchone()[0])
 
     # -- URL keys -------------------------------------------------------------------------
 
@@ -468,13 +429,8 @@ class StateDB:
 
     def texts(self, keys: Iterable[str]) -> dict[str, str]:
         """The kept texts of ``keys`` (those that have one)."""
-        found: dict[str, str] = {}
-        keys = list(keys)
-        for start in range(0, len(keys), 500):
-            batch = keys[start : start + 500]
-            sql = f"select key, text from texts where key in ({', '.join('?' * len(batch))})"
-            found.update(self._execute(sql, batch))
-        return found
+        sql = "select key, text from texts where key = ?"
+        return {key: text for wanted in keys for key, text in self._execute(sql, (wanted,))}
 
     def has_texts(self) -> bool:
         return self._execute("select 1 from texts limit 1").fetchone() is not None
