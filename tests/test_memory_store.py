@@ -125,7 +125,7 @@ def test_offsets_widen_past_four_gib_instead_of_wrapping() -> None:
     offsets = _Growing(np.uint32, 2)
     for value in (1, 2**32 - 1, 2**32 + 5):
         offsets.append(value)
-    assert offsets.data.dtype == np.uint64 and [offsets[i] for i in range(3)] == [
+    assert offsets.data.dtype == np.uint64 and offsets.data[: offsets.size].tolist() == [
         1,
         2**32 - 1,
         2**32 + 5,

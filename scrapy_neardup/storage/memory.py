@@ -33,8 +33,7 @@ FLUSH = 1 << 16
 #: Arrays from this many bytes get their own mapping (see ``_empty``).
 MAPPED = 1 << 18
 #: Bucket bits kept: a bucket then wrongly shares postings with another with probability
-#: postings / 2**48 (3.6e-6 per 32-bucket query at 32M postings); such a candidate only costs
-#: one verification, which rejects it unless it truly is similar.
+#: postings / 2**48, and such a candidate only costs one verification.
 KEY_BITS = 48
 #: Directory cells wider than this (a common SpotSigs spot) are binary-searched one by one.
 WIDE = 64
@@ -42,8 +41,7 @@ WIDE = 64
 FACTOR = 8
 #: Signature bytes held in memory before they are written to the signature file.
 TAIL = 1 << 20
-#: Decoded signatures of the latest candidates kept for the next checks: a long kept page is
-#: proposed to many pages, and decoding one again was about a third of a candidate's cost.
+#: Decoded signatures of the latest candidates kept (a long kept page is proposed to many).
 DECODED = 256
 
 
@@ -70,25 +68,23 @@ class _Growing:
             self.data = self.data.astype(np.uint64)
         self.extend((value,))
 
-    def __getitem__(self, i: int) -> int:
-        return int(self.data[i])
+    def span(self, i: int) -> tuple[int, int]:
+        """[start, end) of item ``i`` where this array holds the items' end offsets."""
+        return (int(self.data[i - 1]) if i else 0), int(self.data[i])
 
 
 def _empty(size: int, dtype: Any) -> np.ndarray:
     """An uninitialised array; past ``MAPPED`` bytes in its own anonymous mapping, so freeing it
     returns the memory. numpy's arrays of up to 32 MiB come from glibc's heap, where an outgrown
     buffer or merged run leaves a hole that small allocations then pin."""
-    dtype = np.dtype(dtype)
-    nbytes = size * dtype.itemsize
+    nbytes = size * np.dtype(dtype).itemsize
     if nbytes < MAPPED:
         return np.empty(size, dtype=dtype)
     return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype)
 
 
 def _mapped(values: np.ndarray) -> np.ndarray:
-    """``values`` moved to a mapping when large (see :func:`_empty`)."""
-    if values.nbytes < MAPPED:
-        return values
+    """``values`` copied, to a mapping when large (see :func:`_empty`)."""
     out = _empty(len(values), values.dtype)
     out[:] = values
     return out
@@ -107,16 +103,11 @@ class _Run:
         keys, self.ids = keys[order], _mapped(ids[order])
         self.bits = max(1, len(keys).bit_length() - 4)
         self.shift = np.uint64(KEY_BITS - self.bits)
-        self.rest = keys & np.uint64((1 << int(self.shift)) - 1)
-        if self.shift <= 32:
-            self.rest = self.rest.astype(np.uint32)
-        self.rest = _mapped(self.rest)
+        rest = keys & np.uint64((1 << int(self.shift)) - 1)
+        self.rest = _mapped(rest.astype(np.uint32) if self.shift <= 32 else rest)
         top = keys >> self.shift
         self.cells = np.searchsorted(top, np.arange((1 << self.bits) + 1, dtype=np.uint64))
         self.cells = _mapped(self.cells.astype(np.uint32 if len(keys) < 2**32 else np.uint64))
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
     def keys(self) -> np.ndarray:
         widths: np.ndarray = np.diff(self.cells.astype(np.int64))  # (numpy 2.4 says timedelta64)
@@ -167,13 +158,10 @@ class _Postings:
         )
         self._recent, self._pending = {}, 0
         self._runs.append(_Run(keys, ids))
-        while len(self._runs) >= 2 and len(self._runs[-2]) <= FACTOR * len(self._runs[-1]):
-            newer = self._runs.pop()
-            older = self._runs[-1]
-            self._runs[-1] = _Run(
-                np.concatenate((older.keys(), newer.keys())),
-                np.concatenate((older.ids, newer.ids)),
-            )
+        while len(self._runs) >= 2 and len(self._runs[-2].ids) <= FACTOR * len(self._runs[-1].ids):
+            runs = self._runs[-2:]
+            keys = np.concatenate([run.keys() for run in runs])
+            self._runs[-2:] = [_Run(keys, np.concatenate([run.ids for run in runs]))]
 
     def lookup(self, buckets: list[int], probe: int | None) -> list[list[int]]:
         """Ids of each chosen bucket, in insertion order; with ``probe``, only that many
@@ -195,14 +183,12 @@ class _Postings:
         counts = sizes.tolist()
         out: list[list[int]] = []
         for row in order:
-            if not counts[row]:
-                out.append([])
-                continue
             docs: list[int] = []
-            for ids, left, right in spans:
-                if right[row] > left[row]:
-                    docs.extend(ids[left[row] : right[row]].tolist())
-            docs.extend(recent[row])
+            if counts[row]:
+                for ids, left, right in spans:
+                    if right[row] > left[row]:
+                        docs.extend(ids[left[row] : right[row]].tolist())
+                docs.extend(recent[row])
             out.append(docs)
         return out
 
@@ -219,13 +205,10 @@ def _short(keys: np.ndarray) -> np.ndarray:
 
 
 class _SignatureFile:
-    """Bytes appended to an unlinked temporary file and read back with ``pread``: what only
-    a candidate's verification reads (a signature and its phrase filter, 1-2 KB a page) is
-    kept out of the process's memory. The OS caches the file as it can; the last
-    :data:`TAIL` bytes wait in memory before they are written.
-
-    A file that cannot be made or written (no temporary directory, a full disk) is logged
-    once, and what it would have held stays in memory: the crawl goes on, nothing lost."""
+    """Bytes appended to an unlinked temporary file and read back with ``pread``, out of the
+    process's memory (what only a candidate's verification reads); the last :data:`TAIL` bytes
+    wait in memory. A file that cannot be made or written (no temporary directory, a full
+    disk) is logged once, and what it would have held stays in memory: nothing is lost."""
 
     def __init__(self) -> None:
         self._file: IO[bytes] | None = None
@@ -240,10 +223,7 @@ class _SignatureFile:
         weakref.finalize(self, self._file.close)  # and unlinked: a kill leaves nothing
 
     def _give_up(self, exc: OSError) -> None:
-        logger.warning(
-            "scrapy-neardup: cannot write the signature file (%s); signatures stay in memory",
-            exc,
-        )
+        logger.warning("scrapy-neardup: cannot write the signature file (%s); kept in memory", exc)
         self._writable = False  # what was written stays readable
 
     def append(self, data: bytes) -> int:
@@ -256,11 +236,10 @@ class _SignatureFile:
     def _write(self) -> None:
         if self._file is None or not self._writable:
             return
-        data = bytes(self._tail)
         done = 0
         try:
-            while done < len(data):
-                done += os.write(self._file.fileno(), data[done:])
+            while done < len(self._tail):
+                done += os.write(self._file.fileno(), self._tail[done:])
         except OSError as exc:  # bytes past _written in the file are never read
             self._give_up(exc)
             return
@@ -282,14 +261,12 @@ class MemoryBucketStore:
     """Buckets of keys and each key's signature, packed in numpy buffers.
 
     Atomic: one lock around every read and write (the crawler calls it from the reactor
-    thread, extraction workers only sign), so ``query_and_add`` never interleaves with an add.
-    """
+    thread, extraction workers only sign), so ``query_and_add`` never interleaves with an add."""
 
     def __init__(self, flush: int = FLUSH, codec: Backend | None = None) -> None:
         """``flush``: postings kept in a dict before they become a sorted run (tests lower
         it); ``codec``: the backend whose ``encode``/``decode`` pack signatures into the
-        signature file (without one, as the tests and the evaluation make it, signatures are
-        kept as the objects given)."""
+        signature file (without one, signatures are kept as the objects given)."""
         self._codec = codec
         self._lock = threading.Lock()
         self._n = 0
@@ -301,15 +278,13 @@ class MemoryBucketStore:
         self._sig_ends = _Growing(np.uint32)  # with a codec: where each one ends in the file
         self._decoded: OrderedDict[int, Any] = OrderedDict()  # doc -> signature, latest last
         self._postings = _Postings(flush)
-        # A backend with a Hamming key (SimHash's fingerprint): 8 bytes a document in memory,
-        # so that a candidate too many bits away is rejected without reading its signature.
-        self._hamming_keys = _Growing(np.uint64, 0)  # empty for any other backend
-
-    # -- keys ----------------------------------------------------------------------------
+        # A backend's Hamming keys (SimHash's fingerprints; none for others): 8 bytes a document
+        # in memory, so that a candidate too many bits away is rejected unread.
+        self._hamming_keys = _Growing(np.uint64, 0)
 
     def _key_bytes(self, doc: int) -> bytes:
-        start = self._key_ends[doc - 1] if doc else 0
-        return self._keys.data[start : self._key_ends[doc]].tobytes()
+        start, end = self._key_ends.span(doc)
+        return self._keys.data[start:end].tobytes()
 
     def _slot(self, key: bytes) -> tuple[int, int]:
         """(slot, id) of ``key``; id -1 and its free slot when it is not stored."""
@@ -327,13 +302,10 @@ class MemoryBucketStore:
         for doc in range(self._n):
             self._table[self._slot(self._key_bytes(doc))[0]] = doc
 
-    # -- signatures ----------------------------------------------------------------------
-
     def _signature(self, doc: int) -> Any:
         if self._file is None or self._codec is None:
             return self._objects[doc]
-        start = self._sig_ends[doc - 1] if doc else 0
-        return self._codec.decode(self._file.read(start, self._sig_ends[doc]))
+        return self._codec.decode(self._file.read(*self._sig_ends.span(doc)))
 
     def _candidate(self, doc: int) -> Any:
         """``_signature(doc)`` for a verification, which only reads it: decoded once while it
@@ -345,8 +317,6 @@ class MemoryBucketStore:
                 self._decoded.popitem(last=False)
         self._decoded.move_to_end(doc)
         return found
-
-    # -- the BucketStore protocol --------------------------------------------------------
 
     def query(
         self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None

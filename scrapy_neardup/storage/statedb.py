@@ -32,9 +32,8 @@ STATE_FILE = "state.sqlite"
 FORMAT = "1"
 #: URL keys and requests held in memory before they are inserted (at the latest at a commit).
 BATCH = 8192
-#: Keys known to be in the table, answered without a query: a site's pages link to the same
-#: pages again and again (its navigation), and on sqlite3-doc 27,000 of a crawl's 28,000
-#: requests are such repeats. Emptied when full (at most about 4 MB).
+#: Keys known to be in the table, answered without a query (a site's pages link to the same
+#: pages again and again). Emptied when full (at most about 4 MB).
 RECENT = 1 << 16
 
 
@@ -116,14 +115,11 @@ class StateDB:
         self._recent: set[int] = set()
         self._requests: list[tuple[int, bytes]] = []  # rows not inserted yet
 
-    # -- opening --------------------------------------------------------------------------
-
     def open(self, meta: dict[str, str]) -> bool:
-        """Check the file (made with ``meta`` when there is none) and open it for reading:
-        the state is read, and its meta checked, before :meth:`start_writing`, so that a
-        file refused is left as it is (closing a writable connection would checkpoint a
-        killed run's WAL into it). True when the file was made now; StateError when it
-        cannot be used."""
+        """Check the file (made with ``meta`` when there is none) and open it for reading,
+        so that a file refused before :meth:`start_writing` is left as it is (closing a
+        writable connection would checkpoint a killed run's WAL into it). True when the file
+        was made now; StateError when it cannot be used."""
         fresh = not refuse_link(self.path)
         for suffix in ("-wal", "-shm"):
             refuse_link(Path(f"{self.path}{suffix}"))
@@ -242,8 +238,6 @@ class StateDB:
                 raise OSError(errno.ENOSPC, "No space left on device", str(self.path)) from None
             raise StateError(f"unreadable state database: {exc}", path=str(self.path)) from None
 
-    # -- statements and transactions ------------------------------------------------------
-
     @property
     def db(self) -> sqlite3.Connection:
         if self._db is None:
@@ -307,9 +301,8 @@ class StateDB:
 
     def commit_rows(self) -> None:
         """Commit the rows written so far (documents, texts), not the requests and URL keys
-        waiting in memory (a check's commit: a request row costs a few microseconds, and
-        they go in at the next durable commit; a document committed without its request
-        is found again by its key, as a start request's is). Everything, durably, once
+        waiting in memory (a check's commit; a document committed without its request is
+        found again by its key, as a start request's is). Everything, durably, once
         ``flush_interval`` passed since the last durable commit."""
         if self._due():
             self.commit(durable=True)
@@ -339,8 +332,6 @@ class StateDB:
             db, self._db = self._db, None
             db.close()
 
-    # -- meta and counters ----------------------------------------------------------------
-
     def meta(self, name: str) -> str | None:
         return self._execute("select max(value) from meta where name = ?", (name,)).fetchone()[0]
 
@@ -357,8 +348,6 @@ class StateDB:
     def counter(self, name: str) -> int:
         sql = "select coalesce(sum(value), 0) from counters where name = ?"
         return int(self._execute(sql, (name,)).fetchone()[0])
-
-    # -- URL keys -------------------------------------------------------------------------
 
     def add_key(self, fingerprint: bytes) -> None:
         """Record a 16-byte URL key (in memory until a full batch or a durable commit, which
@@ -401,8 +390,6 @@ class StateDB:
         self._recent.clear()
         self._write("delete from url_keys")
 
-    # -- documents ------------------------------------------------------------------------
-
     def add_head(self, record: HeadRecord) -> None:
         self._write(_INSERT_HEAD, _head_row(record))
 
@@ -434,8 +421,6 @@ class StateDB:
 
     def has_texts(self) -> bool:
         return self._execute("select 1 from texts limit 1").fetchone() is not None
-
-    # -- requests -------------------------------------------------------------------------
 
     def add_request(self, seq: int, fingerprint: bytes, data: bytes) -> None:
         """A request to crawl (in memory until a commit, and before any URL key)."""
