@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 from scrapy_neardup.exceptions import StateError
-from scrapy_neardup.storage.statedb import refuse_link
+from scrapy_neardup.storage.statefile import refuse_link
 
 LOCK_FILE = "lock"
 JOBDIR_LOCK_FILE = "neardup.lock"

@@ -1,65 +1,36 @@
 """A crawl's durable state: one SQLite database (WAL) in its state directory.
 
-Promises: the file holds our tables and nothing else (checked read-only before any write, so a
-crafted file runs no code), and is never followed through a symbolic link; a damaged or
-foreign file stops the start with a :class:`StateError` naming it, left as it is. A commit
-takes every waiting write, so a kill leaves what was committed: a request's row is never in a
-later transaction than its URL key or its page's documents. A new file is made whole and
-renamed into place. Layout and rationale: ``docs/design.md#state-database``.
+Promises: the file is checked before it is used (:mod:`scrapy_neardup.storage.statefile`). A
+commit takes every waiting write, so a kill leaves what was committed: a request's row is
+never in a later transaction than its URL key or its page's documents. Layout and rationale:
+``docs/design.md#state-database``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import sqlite3
-import stat
 import struct
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import closing
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.storage import statefile
+from scrapy_neardup.storage.statefile import STATE_FILE, HeadRecord, refuse_link
 
-#: The database's name in the state directory, and the format its ``meta`` table records.
-STATE_FILE = "state.sqlite"
-FORMAT = "1"
+__all__ = ["STATE_FILE", "HeadRecord", "StateDB", "read_only", "refuse_link"]
+
 #: URL keys and requests held in memory before they are inserted (at the latest at a commit).
 BATCH = 8192
 #: Keys known to be in the table, answered without a query (a site's pages link to the same
 #: pages again and again). Emptied when full (at most about 4 MB).
 RECENT = 1 << 16
-
-
-@dataclass(frozen=True)
-class HeadRecord:
-    """A kept document, one row of ``heads``: its key, exact signature, near signature (None:
-    a short text) and tokens. A new field here is a new column of ``heads`` below."""
-
-    key: str
-    exact: bytes
-    near: bytes | None
-    tokens: int
-
-
-SCHEMA = """
-create table meta (name text primary key, value text not null);
-create table url_keys (key integer primary key, rest integer not null);
-create table counters (name text primary key, value integer not null);
-create table heads (key text not null, exact blob not null, near blob, tokens integer not null);
-create table relations (kind text not null, key text not null, head text not null,
-  method text not null, similarity real not null);
-create table requests (seq integer primary key, data blob not null);
-create table marks (parent blob not null, child blob not null, primary key (parent, child));
-create table texts (key text primary key, text text not null);
-"""
-TABLES = ("meta", "url_keys", "counters", "heads", "relations", "requests", "marks", "texts")
 _HEAD_NAMES = [f.name for f in fields(HeadRecord)]
 _HEAD_FIELDS = ", ".join(_HEAD_NAMES)
 _INSERT_HEAD = f"insert into heads ({_HEAD_FIELDS}) values ({', '.join('?' for _ in _HEAD_NAMES)})"
@@ -67,38 +38,6 @@ _head_row = attrgetter(*_HEAD_NAMES)
 #: A URL key as SQLite holds it: its 16 bytes as two signed 64-bit integers, the first the
 #: rowid (an insert costs two thirds of one keyed by a 16-byte blob).
 _KEY = struct.Struct("<qq")
-_SCHEMA_SQL = "select type, name, tbl_name, sql from sqlite_master"
-with closing(sqlite3.connect(":memory:")) as _db:
-    _SCHEMA_ROWS = set(_db.executescript(SCHEMA).execute(_SCHEMA_SQL))
-
-
-def refuse_link(path: Path) -> bool:
-    """Whether ``path`` exists; StateError if it is a symbolic link or not a regular file:
-    a state directory holds its own files, never a way to another one."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise StateError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from None
-    if stat.S_ISLNK(mode):
-        raise StateError(
-            "is a symbolic link: the state is only read and written in its own files, so it "
-            "is refused (remove the link, or use a new JOBDIR)",
-            path=str(path),
-        )
-    if not stat.S_ISREG(mode):
-        raise StateError("cannot be read: not a regular file", path=str(path))
-    return True
-
-
-def _fsync(path: Path | str, flags: int = 0) -> None:
-    """fsync a file, or a directory (so that a rename in it survives a crash of the machine)."""
-    fd = os.open(path, os.O_RDONLY | flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class StateDB:
@@ -124,16 +63,16 @@ class StateDB:
         for suffix in ("-wal", "-shm"):
             refuse_link(Path(f"{self.path}{suffix}"))
         if fresh:
-            self._create(meta)
-        self._check()
-        self._db = self._connect(str(self.path), read_only=True)
+            statefile.create(self.path, meta)
+        statefile.check(self.path)
+        self._db = statefile.connect(self.path, read_only=True)
         return fresh
 
     def start_writing(self) -> None:
         """Reopen the file for writing (WAL), once the state read from it was accepted."""
         if self._db is not None:
             self._db.close()
-        self._db = self._connect(str(self.path), pragmas=("journal_mode=wal", "synchronous=normal"))
+        self._db = statefile.connect(self.path, pragmas=("journal_mode=wal", "synchronous=normal"))
 
     @classmethod
     def temporary(cls, flush_interval: float = 1.0) -> StateDB:
@@ -143,100 +82,10 @@ class StateDB:
         os.close(handle)
         self = cls(Path(name), flush_interval)
         self._temporary = True
-        self._db = self._connect(name, pragmas=("journal_mode=memory", "synchronous=off"))
-        self._db.executescript(SCHEMA)
+        self._db = statefile.connect(self.path, pragmas=("journal_mode=memory", "synchronous=off"))
+        self._db.executescript(statefile.SCHEMA)
         self.path.unlink()
         return self
-
-    def _connect(
-        self, name: str, read_only: bool = False, pragmas: tuple[str, ...] = ()
-    ) -> sqlite3.Connection:
-        with self._errors():
-            if read_only:
-                uri = Path(name).absolute().as_uri() + "?mode=ro"
-                db = sqlite3.connect(uri, uri=True, isolation_level=None)
-            else:
-                db = sqlite3.connect(name, isolation_level=None, check_same_thread=False)
-            # A crafted schema's functions never run; damage is seen at the read that meets it.
-            for pragma in ("trusted_schema=off", "cell_size_check=on", *pragmas):
-                db.execute(f"pragma {pragma}")
-        return db
-
-    def _create(self, meta: dict[str, str]) -> None:
-        """Make the file whole under another name, then rename it into place: a file named
-        ``STATE_FILE`` always has its schema and meta, so one without is damage."""
-        new = self.path.with_name(self.path.name + ".new")
-        new.unlink(missing_ok=True)  # a leftover of a kill (or a link: unlinked, not followed)
-        with self._errors(), closing(self._connect(str(new))) as db:
-            db.executescript(SCHEMA)
-            db.executemany("insert into meta values (?, ?)", [("format", FORMAT), *meta.items()])
-        _fsync(new)
-        os.replace(new, self.path)
-        _fsync(self.path.parent)
-
-    def _check(self) -> None:
-        """Read the file through a read-only connection: its schema must be ours exactly,
-        its format this one, and every page of its tables readable (``count(*)``)."""
-        self._check_size()
-        with self._errors(), closing(self._connect(str(self.path), read_only=True)) as db:
-            rows = set(db.execute(_SCHEMA_SQL))
-            meta = any(row[1] == "meta" for row in rows)
-            found = db.execute("select value from meta where name = 'format'") if meta else ()
-            for (version,) in found:
-                if version != FORMAT:
-                    raise StateError(
-                        f"state format {version!r}: written by another release of scrapy-neardup "
-                        f"(this one reads format {FORMAT}); finish that crawl with the release "
-                        "that wrote it, or start a new JOBDIR",
-                        path=str(self.path),
-                    )
-            if rows != _SCHEMA_ROWS:
-                extra = ", ".join(sorted(f"{row[0]} {row[1]}" for row in rows - _SCHEMA_ROWS))
-                gone = ", ".join(sorted(f"{row[0]} {row[1]}" for row in _SCHEMA_ROWS - rows))
-                raise StateError(
-                    f"not a scrapy-neardup state database (not ours: {extra or 'none'}; "
-                    f"missing: {gone or 'none'}): damaged or replaced, and left as it is",
-                    path=str(self.path),
-                )
-            for table in TABLES:
-                db.execute(f"select count(*) from {table}").fetchone()
-
-    def _check_size(self) -> None:
-        """A file that is not SQLite's, or shorter than its header says (truncated; checked
-        when the WAL is empty: after a kill it may hold the pages the header counts)."""
-        wal = Path(f"{self.path}-wal")
-        with self.path.open("rb") as fh:
-            header = fh.read(100)
-            size = os.fstat(fh.fileno()).st_size
-        if len(header) < 100:
-            raise StateError(f"truncated: {size} bytes, no database header", path=str(self.path))
-        if not header.startswith(b"SQLite format 3\0"):  # read even where the WAL has page 1
-            raise StateError(
-                "file is not a database (its header is not SQLite's)", path=str(self.path)
-            )
-        page_size = int.from_bytes(header[16:18], "big")
-        page_size = 65536 if page_size == 1 else page_size
-        pages = int.from_bytes(header[28:32], "big")
-        valid = header[24:28] == header[92:96]  # the header's page count is current
-        if valid and size < pages * page_size and not (wal.exists() and wal.stat().st_size):
-            raise StateError(
-                f"truncated: {size} bytes, its header counts {pages} pages of {page_size} "
-                "bytes; it was left as it is (restore it, or start a new JOBDIR)",
-                path=str(self.path),
-            )
-
-    @contextlib.contextmanager
-    def _errors(self) -> Iterator[None]:
-        """SQLite's errors about the file as ours: a full disk as OSError (ENOSPC), anything
-        else as a StateError naming the file. A misuse (ProgrammingError) is a bug: as it is."""
-        try:
-            yield
-        except sqlite3.ProgrammingError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            if "database or disk is full" in str(exc):
-                raise OSError(errno.ENOSPC, "No space left on device", str(self.path)) from None
-            raise StateError(f"unreadable state database: {exc}", path=str(self.path)) from None
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -245,12 +94,12 @@ class StateDB:
         return self._db
 
     def _execute(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
-        with self._errors():
+        with statefile.sqlite_errors(self.path):
             return self.db.execute(sql, tuple(params))
 
     def _executemany(self, sql: str, rows: Iterable[Any]) -> None:
         self._begin()
-        with self._errors():
+        with statefile.sqlite_errors(self.path):
             self.db.executemany(sql, rows)
 
     def _write(self, sql: str, params: Iterable[Any] = ()) -> None:
@@ -285,7 +134,7 @@ class StateDB:
         if durable and self._unsynced and not self._temporary:
             self._unsynced = False
             with contextlib.suppress(FileNotFoundError):  # nothing was written
-                _fsync(f"{self.path}-wal", os.O_NOFOLLOW)
+                statefile.fsync(f"{self.path}-wal", os.O_NOFOLLOW)
         if durable:
             self._last_durable = time.monotonic()
 
