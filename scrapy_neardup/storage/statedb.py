@@ -97,18 +97,12 @@ class StateDB:
         with statefile.sqlite_errors(self.path):
             return self.db.execute(sql, tuple(params))
 
-    def _executemany(self, sql: str, rows: Iterable[Any]) -> None:
-        self._begin()
-        with statefile.sqlite_errors(self.path):
-            self.db.executemany(sql, rows)
-
-    def _write(self, sql: str, params: Iterable[Any] = ()) -> None:
-        self._begin()
-        self._execute(sql, params)
-
-    def _begin(self) -> None:
+    def _write(self, sql: str, rows: Iterable[Any]) -> None:
+        """Run ``sql`` once for each of ``rows``, in the open transaction (begun if none is)."""
         if not self.db.in_transaction:
             self._execute("begin")
+        with statefile.sqlite_errors(self.path):
+            self.db.executemany(sql, rows)
 
     def _flush(self, keys: bool = True) -> None:
         """Insert what waits in memory: the requests first, then (with ``keys``) the URL
@@ -116,10 +110,10 @@ class StateDB:
         again, and inserting them in larger sorted batches writes fewer pages."""
         if self._requests:
             rows, self._requests = self._requests, []
-            self._executemany("insert into requests values (?, ?)", rows)
+            self._write("insert into requests values (?, ?)", rows)
         if keys and self._keys:
             batch = sorted(self._keys.items())  # sorted: B-tree pages in order
-            self._executemany("insert or ignore into url_keys values (?, ?)", batch)
+            self._write("insert or ignore into url_keys values (?, ?)", batch)
             self._remember(self._keys.keys())
             self._keys = {}
 
@@ -185,13 +179,13 @@ class StateDB:
         return self._execute("select max(value) from meta where name = ?", (name,)).fetchone()[0]
 
     def set_meta(self, name: str, value: str) -> None:
-        self._write("insert or replace into meta values (?, ?)", (name, value))
+        self._write("insert or replace into meta values (?, ?)", [(name, value)])
 
     def count(self, name: str, by: int = 1) -> None:
         self._write(
             "insert into counters values (?, ?) "
             "on conflict(name) do update set value = value + excluded.value",
-            (name, by),
+            [(name, by)],
         )
 
     def counter(self, name: str) -> int:
@@ -237,15 +231,15 @@ class StateDB:
     def clear_keys(self) -> None:
         self._keys.clear()
         self._recent.clear()
-        self._write("delete from url_keys")
+        self._write("delete from url_keys", [()])
 
     def add_head(self, record: HeadRecord) -> None:
-        self._write(_INSERT_HEAD, _head_row(record))
+        self._write(_INSERT_HEAD, [_head_row(record)])
 
     def add_relation(self, kind: str, key: str, head: str, method: str, similarity: float) -> None:
         """A duplicate (``member``), or a kept document ``related`` or ``near`` to a head."""
         row = (kind, key, head, method, similarity)
-        self._write("insert into relations values (?, ?, ?, ?, ?)", row)
+        self._write("insert into relations values (?, ?, ?, ?, ?)", [row])
 
     def heads(self, after: int = 0) -> Iterator[tuple[int, HeadRecord]]:
         """(rowid, record) of the kept documents after rowid ``after``, in the order kept."""
@@ -261,7 +255,7 @@ class StateDB:
         yield from self._execute("select * from relations order by rowid")
 
     def put_text(self, key: str, text: str) -> None:
-        self._write("insert or replace into texts values (?, ?)", (key, text))
+        self._write("insert or replace into texts values (?, ?)", [(key, text)])
 
     def texts(self, keys: Iterable[str]) -> dict[str, str]:
         """The kept texts of ``keys`` (those that have one)."""
@@ -279,7 +273,7 @@ class StateDB:
 
     def drop_requests(self, seqs: Iterable[int]) -> None:
         self._flush(keys=False)
-        self._executemany("delete from requests where seq = ?", ((seq,) for seq in seqs))
+        self._write("delete from requests where seq = ?", ((seq,) for seq in seqs))
 
     def requests(self) -> list[tuple[int, bytes, bytes]]:
         """(seq, fingerprint, data) of every request recorded, in order."""
@@ -289,10 +283,10 @@ class StateDB:
 
     def add_mark(self, parent: bytes, child: bytes) -> None:
         self._flush(keys=False)  # after the parent's row
-        self._write("insert or ignore into marks values (?, ?)", (parent, child))
+        self._write("insert or ignore into marks values (?, ?)", [(parent, child)])
 
     def drop_marks(self, parents: Iterable[bytes]) -> None:
-        self._executemany("delete from marks where parent = ?", ((p,) for p in parents))
+        self._write("delete from marks where parent = ?", ((p,) for p in parents))
 
     def marks(self) -> list[tuple[bytes, bytes]]:
         return list(self._execute("select parent, child from marks"))
