@@ -183,7 +183,7 @@ def test_a_signature_file_that_cannot_be_written_keeps_them_in_memory(
     import errno
     import logging
 
-    from scrapy_neardup.storage import memory
+    from scrapy_neardup.storage import signature_file
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -191,17 +191,17 @@ def test_a_signature_file_that_cannot_be_written_keeps_them_in_memory(
     data = [bytes([i]) * 300 for i in range(60)]
     with caplog.at_level(logging.WARNING, logger="scrapy_neardup"):
         if fails == "TemporaryFile":
-            monkeypatch.setattr(memory.tempfile, "TemporaryFile", broken)
-        signature_file = memory._SignatureFile()
-        ends = [signature_file.append(d) for d in data[:20]]
-        signature_file._write()  # on disk, unless there is no file
-        monkeypatch.setattr(memory.os, "write", broken)
-        ends += [signature_file.append(d) for d in data[20:]]
-        signature_file._write()
-        signature_file._write()
+            monkeypatch.setattr(signature_file.tempfile, "TemporaryFile", broken)
+        kept = signature_file.SignatureFile()
+        ends = [kept.append(d) for d in data[:20]]
+        kept._write()  # on disk, unless there is no file
+        monkeypatch.setattr(signature_file.os, "write", broken)
+        ends += [kept.append(d) for d in data[20:]]
+        kept._write()
+        kept._write()
     assert sum("signature file" in r.getMessage() for r in caplog.records) == 1
     for i, (start, end) in enumerate(zip([0, *ends[:-1]], ends, strict=True)):
-        assert signature_file.read(start, end) == data[i]
+        assert kept.read(start, end) == data[i]
 
 
 def test_simhash_candidates_too_many_bits_away_are_never_read() -> None:

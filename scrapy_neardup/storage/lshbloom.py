@@ -63,8 +63,10 @@ class LSHBloomStore:
             seen.append(key)
             return verify(key, other)
 
-        stores = self._stores()
-        return [m for s in stores for m in s.query(signature, buckets, counted, probe)], bool(seen)
+        matches: list[tuple[str, float]] = []
+        for store in self._stores():
+            matches += store.query(signature, buckets, counted, probe)
+        return matches, bool(seen)
 
     def query(
         self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None

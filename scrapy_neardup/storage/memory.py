@@ -9,26 +9,20 @@ costs: ``docs/design.md#memory-store``.
 
 from __future__ import annotations
 
-import logging
 import mmap
-import os
-import tempfile
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import xxhash
 
 from scrapy_neardup.backends.base import Backend, Verifier
-
-logger = logging.getLogger(__name__)
+from scrapy_neardup.storage.signature_file import SignatureFile
 
 _MASK64 = (1 << 64) - 1
-#: Postings held in the dict before they become a sorted run: ~6 MB of dict at most, and big
-#: enough that a run's sort is cheap per posting.
+#: Postings held in the dict before they become a sorted run (~6 MB of dict at most).
 FLUSH = 1 << 16
 #: Arrays from this many bytes get their own mapping (see ``_empty``).
 MAPPED = 1 << 18
@@ -39,8 +33,6 @@ KEY_BITS = 48
 WIDE = 64
 #: A run absorbs the next while it is at most this many times larger: ~log8(n / FLUSH) runs.
 FACTOR = 8
-#: Signature bytes held in memory before they are written to the signature file.
-TAIL = 1 << 20
 #: Decoded signatures of the latest candidates kept (a long kept page is proposed to many).
 DECODED = 256
 
@@ -52,13 +44,15 @@ class _Growing:
         self.data = np.empty(capacity, dtype=dtype)
         self.size = 0
 
-    def extend(self, values: Any) -> None:
-        values = np.asarray(values)
-        need = self.size + len(values)
+    def _reserve(self, need: int) -> None:
         if need > len(self.data):  # doubled, mapped once past ``MAPPED`` bytes
             bigger = _empty(max(need, 2 * len(self.data)), self.data.dtype)
             bigger[: self.size] = self.data[: self.size]
             self.data = bigger
+
+    def extend(self, values: np.ndarray) -> None:
+        need = self.size + len(values)
+        self._reserve(need)
         self.data[self.size : need] = values
         self.size = need
 
@@ -66,7 +60,9 @@ class _Growing:
         """One offset; a u32 array becomes u64 past 4 GiB rather than wrap."""
         if value > 0xFFFFFFFF and self.data.dtype == np.uint32:
             self.data = self.data.astype(np.uint64)
-        self.extend((value,))
+        self._reserve(self.size + 1)
+        self.data[self.size] = value
+        self.size += 1
 
     def span(self, i: int) -> tuple[int, int]:
         """[start, end) of item ``i`` where this array holds the items' end offsets."""
@@ -204,59 +200,6 @@ def _short(keys: np.ndarray) -> np.ndarray:
     return keys >> np.uint64(64 - KEY_BITS)
 
 
-class _SignatureFile:
-    """Bytes appended to an unlinked temporary file and read back with ``pread``, out of the
-    process's memory (what only a candidate's verification reads); the last :data:`TAIL` bytes
-    wait in memory. A file that cannot be made or written (no temporary directory, a full
-    disk) is logged once, and what it would have held stays in memory: nothing is lost."""
-
-    def __init__(self) -> None:
-        self._file: IO[bytes] | None = None
-        self._writable = True
-        self._written = 0
-        self._tail = bytearray()
-        try:
-            self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 (closed below)
-        except OSError as exc:
-            self._give_up(exc)
-            return
-        weakref.finalize(self, self._file.close)  # and unlinked: a kill leaves nothing
-
-    def _give_up(self, exc: OSError) -> None:
-        logger.warning("scrapy-neardup: cannot write the signature file (%s); kept in memory", exc)
-        self._writable = False  # what was written stays readable
-
-    def append(self, data: bytes) -> int:
-        """Append; returns the end offset of ``data``."""
-        self._tail += data
-        if len(self._tail) >= TAIL:
-            self._write()
-        return self._written + len(self._tail)
-
-    def _write(self) -> None:
-        if self._file is None or not self._writable:
-            return
-        done = 0
-        try:
-            while done < len(self._tail):
-                done += os.write(self._file.fileno(), self._tail[done:])
-        except OSError as exc:  # bytes past _written in the file are never read
-            self._give_up(exc)
-            return
-        self._written += done
-        self._tail.clear()
-
-    def read(self, start: int, end: int) -> bytes:
-        """The bytes of one append (the tail is written whole, so none straddles it)."""
-        if start >= self._written:
-            return bytes(self._tail[start - self._written : end - self._written])
-        assert self._file is not None  # bytes before _written are in the file
-        data = os.pread(self._file.fileno(), end - start, start)
-        if len(data) != end - start:
-            raise OSError(f"signature file: read {len(data)} of {end - start} bytes")
-        return data
-
-
 class MemoryBucketStore:
     """Buckets of keys and each key's signature, packed in numpy buffers.
 
@@ -269,12 +212,11 @@ class MemoryBucketStore:
         signature file (without one, signatures are kept as the objects given)."""
         self._codec = codec
         self._lock = threading.Lock()
-        self._n = 0
         self._keys = _Growing(np.uint8, 1 << 16)
         self._key_ends = _Growing(np.uint32)
         self._table = np.full(1024, -1, dtype=np.int32)
         self._objects: list[Any] = []  # without a codec: the signatures
-        self._file = _SignatureFile() if codec is not None else None
+        self._file = SignatureFile() if codec is not None else None
         self._sig_ends = _Growing(np.uint32)  # with a codec: where each one ends in the file
         self._decoded: OrderedDict[int, Any] = OrderedDict()  # doc -> signature, latest last
         self._postings = _Postings(flush)
@@ -299,7 +241,7 @@ class MemoryBucketStore:
     def _grow_table(self) -> None:
         self._table = _empty(2 * len(self._table), np.int32)
         self._table.fill(-1)
-        for doc in range(self._n):
+        for doc in range(len(self)):
             self._table[self._slot(self._key_bytes(doc))[0]] = doc
 
     def _signature(self, doc: int) -> Any:
@@ -370,11 +312,10 @@ class MemoryBucketStore:
         slot, doc = self._slot(data)
         if doc >= 0:
             return
-        doc = self._n
+        doc = len(self)
         self._keys.extend(np.frombuffer(data, dtype=np.uint8))
         self._key_ends.append(self._keys.size)
         self._table[slot] = doc
-        self._n += 1
         if self._file is None or self._codec is None:
             self._objects.append(signature)
         else:
@@ -383,12 +324,12 @@ class MemoryBucketStore:
             if hamming is not None:
                 self._hamming_keys.append(hamming)
         self._postings.add(doc, buckets)
-        if self._n * 10 > len(self._table) * 7:
+        if len(self) * 10 > len(self._table) * 7:
             self._grow_table()
 
     def items(self) -> Iterator[tuple[str, Any]]:
         """(key, signature) in insertion order."""
-        for doc in range(self._n):
+        for doc in range(len(self)):
             yield self._key_bytes(doc).decode(), self._signature(doc)
 
     def __contains__(self, key: str) -> bool:
@@ -396,4 +337,4 @@ class MemoryBucketStore:
             return self._slot(key.encode())[1] >= 0
 
     def __len__(self) -> int:
-        return self._n
+        return self._key_ends.size

@@ -16,7 +16,6 @@ import os
 import sqlite3
 import stat
 from collections.abc import Iterator
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +50,7 @@ create table texts (key text primary key, text text not null);
 """
 TABLES = ("meta", "url_keys", "counters", "heads", "relations", "requests", "marks", "texts")
 _SCHEMA_SQL = "select type, name, tbl_name, sql from sqlite_master"
-with closing(sqlite3.connect(":memory:")) as _db:
+with contextlib.closing(sqlite3.connect(":memory:")) as _db:
     _SCHEMA_ROWS = set(_db.executescript(SCHEMA).execute(_SCHEMA_SQL))
 
 
@@ -119,7 +118,7 @@ def create(path: Path, meta: dict[str, str]) -> None:
     ``STATE_FILE`` always has its schema and meta."""
     new = path.with_name(path.name + ".new")
     new.unlink(missing_ok=True)  # a leftover of a kill (or a link: unlinked, not followed)
-    with sqlite_errors(path), closing(connect(new)) as db:
+    with sqlite_errors(path), contextlib.closing(connect(new)) as db:
         db.executescript(SCHEMA)
         db.executemany("insert into meta values (?, ?)", [("format", FORMAT), *meta.items()])
     fsync(new)
@@ -131,7 +130,7 @@ def check(path: Path) -> None:
     """Read the file through a read-only connection: SQLite's header and the length it says,
     our schema exactly, this format, and every page of its tables readable (``count(*)``)."""
     _check_size(path)
-    with sqlite_errors(path), closing(connect(path, read_only=True)) as db:
+    with sqlite_errors(path), contextlib.closing(connect(path, read_only=True)) as db:
         rows = set(db.execute(_SCHEMA_SQL))
         meta = any(row[1] == "meta" for row in rows)
         found = db.execute("select value from meta where name = 'format'") if meta else ()
