@@ -17,16 +17,6 @@ from rbloom import Bloom
 
 __all__ = ["ScalableBloomFilter"]
 
-
-# rbloom hashes with Python's hash() unless told otherwise, which is salted per process;
-# the fingerprint is already a good 128-bit hash, so it is used as the integer itself. It is
-# made an integer once per test-and-set, and rbloom's hash function is then ``int`` (a lookup
-# and an add each called the conversion before: a fifth of the filter's time). The bits set
-# are the same as when rbloom was given the bytes and the conversion.
-def _as_int(fingerprint: bytes) -> int:
-    return int.from_bytes(fingerprint, "little", signed=True)
-
-
 # rbloom rounds its number of hash functions down, to 0 above a rate of about 0.5, and a
 # filter with none reports everything present: no stage is ever built looser than this.
 MAX_STAGE_RATE = 0.3
@@ -46,23 +36,9 @@ class _Stage:
     k: int
     count: int = 0
 
-    @property
-    def fill(self) -> float:
+    def fill(self, count: float) -> float:
         """Expected fraction of set bits after ``count`` distinct inserts."""
-        return -math.expm1(-self.k * self.count / self.bloom.size_in_bits)
-
-
-def _check_params(capacity: object, error_rate: object, growth: object, tightening: object) -> str:
-    """The first problem with the filter parameters, or '' if they are fine."""
-    if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
-        return f"capacity must be an integer >= 1, got {capacity!r}"
-    if not isinstance(error_rate, (int, float)) or not 0.0 < error_rate < 1.0:
-        return f"error_rate must be a number with 0 < error_rate < 1, got {error_rate!r}"
-    if not isinstance(growth, int) or isinstance(growth, bool) or not 1 <= growth < 2**32:
-        return f"growth must be an integer >= 1, got {growth!r}"
-    if not isinstance(tightening, (int, float)) or not 0.0 < tightening < 1.0:
-        return f"tightening must be a number with 0 < tightening < 1, got {tightening!r}"
-    return ""
+        return -math.expm1(-self.k * count / self.bloom.size_in_bits)
 
 
 class ScalableBloomFilter:
@@ -70,17 +46,22 @@ class ScalableBloomFilter:
 
     A scalable Bloom filter (Almeida et al., 2007): a chain of rbloom filters, each new one
     ``growth`` times larger at ``tightening`` times the error rate (the first at ``error_rate
-    * (1 - tightening)``), so the compound rate stays below ``error_rate``. Items, the 16-byte
-    :func:`url_fingerprint`, are rbloom's hash as they are (``hash()`` is salted per process),
-    so a filter rebuilt from the same items answers the same in any process.
+    * (1 - tightening)``), so the compound rate stays below ``error_rate``. A fingerprint,
+    already a good 128-bit hash, is rbloom's hash as it is, an integer (``int.from_bytes(
+    fingerprint, "little", signed=True)``), since Python's ``hash()`` is salted per process.
     """
 
     def __init__(
         self, capacity: int, error_rate: float, *, growth: int = 2, tightening: float = 0.5
     ) -> None:
-        problem = _check_params(capacity, error_rate, growth, tightening)
-        if problem:
-            raise ValueError(problem)
+        if type(capacity) is not int or capacity < 1:
+            raise ValueError(f"capacity must be an integer >= 1, got {capacity!r}")
+        if not isinstance(error_rate, (int, float)) or not 0.0 < error_rate < 1.0:
+            raise ValueError(f"error_rate must be a number in (0, 1), got {error_rate!r}")
+        if type(growth) is not int or not 1 <= growth < 2**32:
+            raise ValueError(f"growth must be an integer >= 1, got {growth!r}")
+        if not isinstance(tightening, (int, float)) or not 0.0 < tightening < 1.0:
+            raise ValueError(f"tightening must be a number in (0, 1), got {tightening!r}")
         self.capacity = capacity
         self.error_rate = float(error_rate)
         self.growth = growth
@@ -90,14 +71,19 @@ class ScalableBloomFilter:
         self._blooms: list[Bloom] = []  # the stages' filters, for the lookup loop
         self._add_stage(capacity, self.error_rate * (1.0 - self.tightening))
 
-    def _add_stage(self, capacity: int, error_rate: float) -> _Stage:
+    def _add_stage(self, capacity: int, error_rate: float) -> None:
         error_rate = min(error_rate, MAX_STAGE_RATE)
         bloom = Bloom(capacity, error_rate, int)
         k = bloom_size(capacity, error_rate)[1]
-        stage = _Stage(bloom, capacity, error_rate, k)
-        self._stages.append(stage)
+        self._stages.append(_Stage(bloom, capacity, error_rate, k))
         self._blooms.append(bloom)
-        return stage
+
+    def _newest(self) -> _Stage:
+        """The stage that takes the next item: the newest, or a new one when it is full."""
+        stage = self._stages[-1]
+        if stage.count >= stage.capacity:
+            self._add_stage(stage.capacity * self.growth, stage.error_rate * self.tightening)
+        return self._stages[-1]
 
     def add(self, fingerprint: bytes) -> bool:
         """Test and set: True if ``fingerprint`` was (probably) there already, else add it."""
@@ -105,11 +91,7 @@ class ScalableBloomFilter:
         for bloom in self._blooms:
             if value in bloom:
                 return True
-        stage = self._stages[-1]
-        if stage.count >= stage.capacity:
-            stage = self._add_stage(
-                stage.capacity * self.growth, stage.error_rate * self.tightening
-            )
+        stage = self._newest()
         stage.bloom.add(value)
         stage.count += 1
         self._count += 1
@@ -122,11 +104,7 @@ class ScalableBloomFilter:
         time a key)."""
         start = 0
         while start < len(values):
-            stage = self._stages[-1]
-            if stage.count >= stage.capacity:
-                stage = self._add_stage(
-                    stage.capacity * self.growth, stage.error_rate * self.tightening
-                )
+            stage = self._newest()
             chunk = values[start : start + stage.capacity - stage.count]
             stage.bloom.update(chunk)
             stage.count += len(chunk)
@@ -134,18 +112,12 @@ class ScalableBloomFilter:
             start += len(chunk)
 
     def __contains__(self, fingerprint: bytes) -> bool:
-        value = _as_int(fingerprint)
+        value = int.from_bytes(fingerprint, "little", signed=True)
         return any(value in bloom for bloom in self._blooms)
 
     def __len__(self) -> int:
         """Number of items added (lookups that found an item do not count)."""
         return self._count
-
-    def __repr__(self) -> str:
-        return (
-            f"<ScalableBloomFilter items={self._count} stages={self.stages}"
-            f" size_in_bytes={self.size_in_bytes}>"
-        )
 
     @property
     def stages(self) -> int:
@@ -164,23 +136,18 @@ class ScalableBloomFilter:
     def expected_false_positives(self, steps: int = 100) -> float:
         """Expected number of new URLs so far reported as seen: each stage's false-positive
         rate integrated over its fill as its items were added."""
-        total = 0.0
-        for stage in self._stages:
-            size = stage.bloom.size_in_bits
-            for j in range(1, steps + 1):
-                fill = -math.expm1(-stage.k * stage.count * j / steps / size)
-                total += stage.count / steps * fill**stage.k
-        return total
+        return sum(
+            stage.count / steps * stage.fill(stage.count * j / steps) ** stage.k
+            for stage in self._stages
+            for j in range(1, steps + 1)
+        )
 
     @property
     def fill_ratio(self) -> float:
         """Estimated fraction of set bits in the newest stage (about 0.5 when it is full)."""
-        return self._stages[-1].fill
+        return self._stages[-1].fill(self._stages[-1].count)
 
     @property
     def expected_false_positive_rate(self) -> float:
         """Chance that an item never added is reported present, from each stage's fill."""
-        miss = 1.0
-        for stage in self._stages:
-            miss *= 1.0 - stage.fill**stage.k
-        return 1.0 - miss
+        return 1.0 - math.prod(1.0 - stage.fill(stage.count) ** stage.k for stage in self._stages)

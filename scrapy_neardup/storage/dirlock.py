@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 from scrapy_neardup.exceptions import StateError
-from scrapy_neardup.storage.statedb import refuse_link
+from scrapy_neardup.storage.statefile import refuse_link
 
 LOCK_FILE = "lock"
 JOBDIR_LOCK_FILE = "neardup.lock"
@@ -40,55 +40,49 @@ class DirectoryLock:
             return
         key = os.path.realpath(self.path)
         with _lock:
-            held = _held.get(key)
-            if held is not None:
-                held[1] += 1
-                self._key = key
-                return
-            refuse_link(self.path)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = _read_pid(fd)
-                os.close(fd)
-                raise StateError(
-                    f"in use by another crawl (process {holder or '?'}, which holds "
-                    f"{self.path}): two crawls on one state directory corrupt it. Wait for "
-                    "that crawl to end (or stop it), or give this one another JOBDIR",
-                    path=str(self.directory),
-                ) from None
-            except BaseException:
-                os.close(fd)
-                raise
-            with contextlib.suppress(OSError):  # the PID only informs (a full disk)
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            _held[key] = [fd, 1]
+            if key not in _held:
+                _held[key] = [self._flock(), 0]
+            _held[key][1] += 1
             self._key = key
+
+    def _flock(self) -> int:
+        """A descriptor of the lock file, holding its ``flock``, with this PID written in."""
+        refuse_link(self.path)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = "?"
+            with contextlib.suppress(OSError):
+                text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                holder = text if text.isdigit() else holder
+            os.close(fd)
+            raise StateError(
+                f"in use by another crawl (process {holder}, which holds {self.path}): two "
+                "crawls on one state directory corrupt it. Wait for that crawl to end (or "
+                "stop it), or give this one another JOBDIR",
+                path=str(self.directory),
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        with contextlib.suppress(OSError):  # the PID only informs (a full disk)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return fd
 
     def release(self) -> None:
         key, self._key = self._key, None
         if key is None:
             return
         with _lock:
-            held = _held.get(key)
-            if held is None:
-                return
+            held = _held[key]
             held[1] -= 1
             if held[1] <= 0:
                 del _held[key]
                 with contextlib.suppress(OSError):
                     os.ftruncate(held[0], 0)  # no PID: nobody holds it
                 os.close(held[0])  # releases the flock
-
-
-def _read_pid(fd: int) -> str:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return ""
-    return text if text.isdigit() else ""
 
 
 def state_locks(state_dir: Path, jobdir: str | None) -> list[DirectoryLock]:

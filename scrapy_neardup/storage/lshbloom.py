@@ -28,11 +28,6 @@ DEFAULT_ERROR_RATE = 1e-5
 FIRST_STAGE = 1 << 20
 
 
-def _fingerprint(bucket: int) -> bytes:
-    """The 16 bytes the Bloom filter's double hashing takes, from a 64-bit bucket key."""
-    return xxh3_128_digest(bucket.to_bytes(8, "little"))
-
-
 class LSHBloomStore:
     """A BucketStore whose buckets are a Bloom filter, verified in a window of recent ones."""
 
@@ -62,13 +57,13 @@ class LSHBloomStore:
         self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None
     ) -> tuple[list[tuple[str, float]], bool]:
         """The matches, and whether any page of the window was a candidate at all."""
-        matches: list[tuple[str, float]] = []
         seen: list[str] = []
 
         def counted(key: str, other: Any) -> float | None:
             seen.append(key)
             return verify(key, other)
 
+        matches: list[tuple[str, float]] = []
         for store in self._stores():
             matches += store.query(signature, buckets, counted, probe)
         return matches, bool(seen)
@@ -103,9 +98,9 @@ class LSHBloomStore:
         # Excerpt keys (backends/excerpts.py) find parts of the window's pages only: two
         # pages that share a paragraph are no copies, so their keys are no bands met.
         skip = set(self._codec.excerpt_keys(signature)) if self._codec is not None else set()
-        for bucket in buckets:
+        for bucket in buckets:  # as the 16 bytes the Bloom filter's double hashing takes
             if bucket not in skip:
-                met = self.bloom.add(_fingerprint(bucket)) or met
+                met = self.bloom.add(xxh3_128_digest(bucket.to_bytes(8, "little"))) or met
         if len(self._newer) * 2 >= self.window:
             self._older, self._newer = self._newer, MemoryBucketStore(codec=self._codec)
         self._newer.add(key, signature, buckets)

@@ -9,12 +9,8 @@ costs: ``docs/design.md#memory-store``.
 
 from __future__ import annotations
 
-import logging
 import mmap
-import os
-import tempfile
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -23,27 +19,21 @@ import numpy as np
 import xxhash
 
 from scrapy_neardup.backends.base import Backend, Verifier
-
-logger = logging.getLogger(__name__)
+from scrapy_neardup.storage.signature_file import SignatureFile
 
 _MASK64 = (1 << 64) - 1
-#: Postings held in the dict before they become a sorted run: ~6 MB of dict at most, and big
-#: enough that a run's sort is cheap per posting.
+#: Postings held in the dict before they become a sorted run (~6 MB of dict at most).
 FLUSH = 1 << 16
 #: Arrays from this many bytes get their own mapping (see ``_empty``).
 MAPPED = 1 << 18
 #: Bucket bits kept: a bucket then wrongly shares postings with another with probability
-#: postings / 2**48 (3.6e-6 per 32-bucket query at 32M postings); such a candidate only costs
-#: one verification, which rejects it unless it truly is similar.
+#: postings / 2**48, and such a candidate only costs one verification.
 KEY_BITS = 48
 #: Directory cells wider than this (a common SpotSigs spot) are binary-searched one by one.
 WIDE = 64
 #: A run absorbs the next while it is at most this many times larger: ~log8(n / FLUSH) runs.
 FACTOR = 8
-#: Signature bytes held in memory before they are written to the signature file.
-TAIL = 1 << 20
-#: Decoded signatures of the latest candidates kept for the next checks: a long kept page is
-#: proposed to many pages, and decoding one again was about a third of a candidate's cost.
+#: Decoded signatures of the latest candidates kept (a long kept page is proposed to many).
 DECODED = 256
 
 
@@ -54,13 +44,15 @@ class _Growing:
         self.data = np.empty(capacity, dtype=dtype)
         self.size = 0
 
-    def extend(self, values: Any) -> None:
-        values = np.asarray(values)
-        need = self.size + len(values)
-        if need > len(self.data):
-            bigger = self._capacity(need)
+    def _reserve(self, need: int) -> None:
+        if need > len(self.data):  # doubled, mapped once past ``MAPPED`` bytes
+            bigger = _empty(max(need, 2 * len(self.data)), self.data.dtype)
             bigger[: self.size] = self.data[: self.size]
             self.data = bigger
+
+    def extend(self, values: np.ndarray) -> None:
+        need = self.size + len(values)
+        self._reserve(need)
         self.data[self.size : need] = values
         self.size = need
 
@@ -68,36 +60,27 @@ class _Growing:
         """One offset; a u32 array becomes u64 past 4 GiB rather than wrap."""
         if value > 0xFFFFFFFF and self.data.dtype == np.uint32:
             self.data = self.data.astype(np.uint64)
-        if self.size == len(self.data):
-            bigger = self._capacity(self.size + 1)
-            bigger[: self.size] = self.data
-            self.data = bigger
+        self._reserve(self.size + 1)
         self.data[self.size] = value
         self.size += 1
 
-    def __getitem__(self, i: int) -> int:
-        return int(self.data[i])
-
-    def _capacity(self, need: int) -> np.ndarray:
-        """A doubled buffer, mapped once past ``MAPPED`` bytes."""
-        return _empty(max(need, 2 * len(self.data)), self.data.dtype)
+    def span(self, i: int) -> tuple[int, int]:
+        """[start, end) of item ``i`` where this array holds the items' end offsets."""
+        return (int(self.data[i - 1]) if i else 0), int(self.data[i])
 
 
 def _empty(size: int, dtype: Any) -> np.ndarray:
     """An uninitialised array; past ``MAPPED`` bytes in its own anonymous mapping, so freeing it
     returns the memory. numpy's arrays of up to 32 MiB come from glibc's heap, where an outgrown
     buffer or merged run leaves a hole that small allocations then pin."""
-    dtype = np.dtype(dtype)
-    nbytes = size * dtype.itemsize
+    nbytes = size * np.dtype(dtype).itemsize
     if nbytes < MAPPED:
         return np.empty(size, dtype=dtype)
     return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype)
 
 
 def _mapped(values: np.ndarray) -> np.ndarray:
-    """``values`` moved to a mapping when large (see :func:`_empty`)."""
-    if values.nbytes < MAPPED:
-        return values
+    """``values`` copied, to a mapping when large (see :func:`_empty`)."""
     out = _empty(len(values), values.dtype)
     out[:] = values
     return out
@@ -116,16 +99,11 @@ class _Run:
         keys, self.ids = keys[order], _mapped(ids[order])
         self.bits = max(1, len(keys).bit_length() - 4)
         self.shift = np.uint64(KEY_BITS - self.bits)
-        self.rest = keys & np.uint64((1 << int(self.shift)) - 1)
-        if self.shift <= 32:
-            self.rest = self.rest.astype(np.uint32)
-        self.rest = _mapped(self.rest)
+        rest = keys & np.uint64((1 << int(self.shift)) - 1)
+        self.rest = _mapped(rest.astype(np.uint32) if self.shift <= 32 else rest)
         top = keys >> self.shift
         self.cells = np.searchsorted(top, np.arange((1 << self.bits) + 1, dtype=np.uint64))
         self.cells = _mapped(self.cells.astype(np.uint32 if len(keys) < 2**32 else np.uint64))
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
     def keys(self) -> np.ndarray:
         widths: np.ndarray = np.diff(self.cells.astype(np.int64))  # (numpy 2.4 says timedelta64)
@@ -176,13 +154,10 @@ class _Postings:
         )
         self._recent, self._pending = {}, 0
         self._runs.append(_Run(keys, ids))
-        while len(self._runs) >= 2 and len(self._runs[-2]) <= FACTOR * len(self._runs[-1]):
-            newer = self._runs.pop()
-            older = self._runs[-1]
-            self._runs[-1] = _Run(
-                np.concatenate((older.keys(), newer.keys())),
-                np.concatenate((older.ids, newer.ids)),
-            )
+        while len(self._runs) >= 2 and len(self._runs[-2].ids) <= FACTOR * len(self._runs[-1].ids):
+            runs = self._runs[-2:]
+            keys = np.concatenate([run.keys() for run in runs])
+            self._runs[-2:] = [_Run(keys, np.concatenate([run.ids for run in runs]))]
 
     def lookup(self, buckets: list[int], probe: int | None) -> list[list[int]]:
         """Ids of each chosen bucket, in insertion order; with ``probe``, only that many
@@ -204,14 +179,12 @@ class _Postings:
         counts = sizes.tolist()
         out: list[list[int]] = []
         for row in order:
-            if not counts[row]:
-                out.append([])
-                continue
             docs: list[int] = []
-            for ids, left, right in spans:
-                if right[row] > left[row]:
-                    docs.extend(ids[left[row] : right[row]].tolist())
-            docs.extend(recent[row])
+            if counts[row]:
+                for ids, left, right in spans:
+                    if right[row] > left[row]:
+                        docs.extend(ids[left[row] : right[row]].tolist())
+                docs.extend(recent[row])
             out.append(docs)
         return out
 
@@ -227,100 +200,33 @@ def _short(keys: np.ndarray) -> np.ndarray:
     return keys >> np.uint64(64 - KEY_BITS)
 
 
-class _SignatureFile:
-    """Bytes appended to an unlinked temporary file and read back with ``pread``: what only
-    a candidate's verification reads (a signature and its phrase filter, 1-2 KB a page) is
-    kept out of the process's memory. The OS caches the file as it can; the last
-    :data:`TAIL` bytes wait in memory before they are written.
-
-    A file that cannot be made or written (no temporary directory, a full disk) is logged
-    once, and what it would have held stays in memory: the crawl goes on, nothing lost."""
-
-    def __init__(self) -> None:
-        self._fd: int | None = None
-        self._writable = True
-        self._written = 0
-        self._tail = bytearray()
-        try:
-            handle, path = tempfile.mkstemp(prefix="neardup-signatures-")
-        except OSError as exc:
-            self._give_up(exc)
-            return
-        os.unlink(path)  # gone with the process, whatever way it ends
-        self._fd = handle
-        self._finalizer = weakref.finalize(self, os.close, handle)
-
-    def _give_up(self, exc: OSError) -> None:
-        logger.warning(
-            "scrapy-neardup: cannot write the signature file (%s); signatures stay in memory",
-            exc,
-        )
-        self._writable = False  # what was written stays readable
-
-    def append(self, data: bytes) -> int:
-        """Append; returns the end offset of ``data``."""
-        self._tail += data
-        if len(self._tail) >= TAIL:
-            self._write()
-        return self._written + len(self._tail)
-
-    def _write(self) -> None:
-        if self._fd is None or not self._writable:
-            return
-        data = bytes(self._tail)
-        done = 0
-        try:
-            while done < len(data):
-                done += os.write(self._fd, data[done:])
-        except OSError as exc:  # bytes past _written in the file are never read
-            self._give_up(exc)
-            return
-        self._written += done
-        self._tail.clear()
-
-    def read(self, start: int, end: int) -> bytes:
-        """The bytes of one append (the tail is written whole, so none straddles it)."""
-        if start >= self._written:
-            return bytes(self._tail[start - self._written : end - self._written])
-        assert self._fd is not None  # bytes before _written are in the file
-        data = os.pread(self._fd, end - start, start)
-        if len(data) != end - start:
-            raise OSError(f"signature file: read {len(data)} of {end - start} bytes")
-        return data
-
-
 class MemoryBucketStore:
     """Buckets of keys and each key's signature, packed in numpy buffers.
 
     Atomic: one lock around every read and write (the crawler calls it from the reactor
-    thread, extraction workers only sign), so ``query_and_add`` never interleaves with an add.
-    """
+    thread, extraction workers only sign), so ``query_and_add`` never interleaves with an add."""
 
     def __init__(self, flush: int = FLUSH, codec: Backend | None = None) -> None:
         """``flush``: postings kept in a dict before they become a sorted run (tests lower
-        it); ``codec``: the backend whose ``encode``/``decode`` pack signatures."""
+        it); ``codec``: the backend whose ``encode``/``decode`` pack signatures into the
+        signature file (without one, signatures are kept as the objects given)."""
         self._codec = codec
         self._lock = threading.Lock()
-        self._n = 0
         self._keys = _Growing(np.uint8, 1 << 16)
         self._key_ends = _Growing(np.uint32)
         self._table = np.full(1024, -1, dtype=np.int32)
-        self._kind: tuple[str, Any] | None = None  # ("array", dtype) or ("bytes", uint8)
-        self._sigs: _Growing | None = None
-        self._sig_ends = _Growing(np.uint32)
-        self._objects: dict[int, Any] = {}
-        self._file: _SignatureFile | None = None  # with a codec: the signatures, on disk
+        self._objects: list[Any] = []  # without a codec: the signatures
+        self._file = SignatureFile() if codec is not None else None
+        self._sig_ends = _Growing(np.uint32)  # with a codec: where each one ends in the file
         self._decoded: OrderedDict[int, Any] = OrderedDict()  # doc -> signature, latest last
         self._postings = _Postings(flush)
-        # A backend with a Hamming key (SimHash's fingerprint): 8 bytes a document in memory,
-        # so that a candidate too many bits away is rejected without reading its signature.
-        self._hamming_keys = _Growing(np.uint64, 0)  # empty for any other backend
-
-    # -- keys ----------------------------------------------------------------------------
+        # A backend's Hamming keys (SimHash's fingerprints; none for others): 8 bytes a document
+        # in memory, so that a candidate too many bits away is rejected unread.
+        self._hamming_keys = _Growing(np.uint64, 0)
 
     def _key_bytes(self, doc: int) -> bytes:
-        start = self._key_ends[doc - 1] if doc else 0
-        return self._keys.data[start : self._key_ends[doc]].tobytes()
+        start, end = self._key_ends.span(doc)
+        return self._keys.data[start:end].tobytes()
 
     def _slot(self, key: bytes) -> tuple[int, int]:
         """(slot, id) of ``key``; id -1 and its free slot when it is not stored."""
@@ -335,76 +241,24 @@ class MemoryBucketStore:
     def _grow_table(self) -> None:
         self._table = _empty(2 * len(self._table), np.int32)
         self._table.fill(-1)
-        mask = len(self._table) - 1
-        for doc in range(self._n):
-            slot = xxhash.xxh3_64_intdigest(self._key_bytes(doc)) & mask
-            while self._table[slot] >= 0:
-                slot = (slot + 1) & mask
-            self._table[slot] = doc
+        for doc in range(len(self)):
+            self._table[self._slot(self._key_bytes(doc))[0]] = doc
 
-    # -- signatures ----------------------------------------------------------------------
-
-    def _pack(self, doc: int, signature: Any) -> None:
-        if self._codec is not None:
-            if self._file is None:
-                self._file = _SignatureFile()
-            self._sig_ends.append(self._file.append(self._codec.encode(signature)))
-            return
-        if self._kind is None:
-            if isinstance(signature, np.ndarray) and signature.ndim == 1:
-                self._kind = ("array", signature.dtype)
-            elif isinstance(signature, bytes):
-                self._kind = ("bytes", np.dtype(np.uint8))
-            else:
-                self._kind = ("object", None)
-            if self._kind[1] is not None:
-                self._sigs = _Growing(self._kind[1], 1 << 12)
-        kind, dtype = self._kind
-        packed: np.ndarray | None
-        if kind == "array" and isinstance(signature, np.ndarray) and signature.dtype == dtype:
-            packed = signature.ravel() if signature.ndim == 1 else None
-        elif kind == "bytes" and isinstance(signature, bytes):
-            packed = np.frombuffer(signature, dtype=np.uint8)
-        else:
-            packed = None
-        if packed is None:
-            self._objects[doc] = signature
-        else:
-            assert self._sigs is not None  # made with the kind that packs
-            self._sigs.extend(packed)
-        self._sig_ends.append(self._sigs.size if self._sigs is not None else 0)
-
-    def _signature(self, doc: int, copy: bool = False) -> Any:
-        if self._file is not None and self._codec is not None:  # only a codec makes one
-            start = self._sig_ends[doc - 1] if doc else 0
-            return self._codec.decode(self._file.read(start, self._sig_ends[doc]))
-        found = self._objects.get(doc)
-        if found is not None or doc in self._objects:
-            return found
-        start = self._sig_ends[doc - 1] if doc else 0
-        assert self._sigs is not None and self._kind is not None  # a packed signature
-        view = self._sigs.data[start : self._sig_ends[doc]]
-        if self._kind[0] == "bytes":
-            data = view.tobytes()
-            return self._codec.decode(data) if self._codec is not None else data
-        return view.copy() if copy else view
+    def _signature(self, doc: int) -> Any:
+        if self._file is None or self._codec is None:
+            return self._objects[doc]
+        return self._codec.decode(self._file.read(*self._sig_ends.span(doc)))
 
     def _candidate(self, doc: int) -> Any:
         """``_signature(doc)`` for a verification, which only reads it: decoded once while it
-        is among the :data:`DECODED` latest candidates (a document's signature never changes
-        once added)."""
-        if self._codec is None:
-            return self._signature(doc)
+        is among the :data:`DECODED` latest candidates (a signature never changes once added)."""
         found = self._decoded.get(doc)
-        if found is not None:
-            self._decoded.move_to_end(doc)
-            return found
-        found = self._decoded[doc] = self._signature(doc)
-        if len(self._decoded) > DECODED:
-            self._decoded.popitem(last=False)
+        if found is None:
+            found = self._decoded[doc] = self._signature(doc)
+            if len(self._decoded) > DECODED:
+                self._decoded.popitem(last=False)
+        self._decoded.move_to_end(doc)
         return found
-
-    # -- the BucketStore protocol --------------------------------------------------------
 
     def query(
         self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None
@@ -458,27 +312,29 @@ class MemoryBucketStore:
         slot, doc = self._slot(data)
         if doc >= 0:
             return
-        doc = self._n
+        doc = len(self)
         self._keys.extend(np.frombuffer(data, dtype=np.uint8))
         self._key_ends.append(self._keys.size)
         self._table[slot] = doc
-        self._n += 1
-        self._pack(doc, signature)
-        hamming = self._codec.hamming_key(signature) if self._codec is not None else None
-        if hamming is not None:
-            self._hamming_keys.append(hamming)
+        if self._file is None or self._codec is None:
+            self._objects.append(signature)
+        else:
+            self._sig_ends.append(self._file.append(self._codec.encode(signature)))
+            hamming = self._codec.hamming_key(signature)
+            if hamming is not None:
+                self._hamming_keys.append(hamming)
         self._postings.add(doc, buckets)
-        if self._n * 10 > len(self._table) * 7:
+        if len(self) * 10 > len(self._table) * 7:
             self._grow_table()
 
     def items(self) -> Iterator[tuple[str, Any]]:
-        """(key, signature) in insertion order; signatures are copies, not views."""
-        for doc in range(self._n):
-            yield self._key_bytes(doc).decode(), self._signature(doc, copy=True)
+        """(key, signature) in insertion order."""
+        for doc in range(len(self)):
+            yield self._key_bytes(doc).decode(), self._signature(doc)
 
     def __contains__(self, key: str) -> bool:
         with self._lock:
             return self._slot(key.encode())[1] >= 0
 
     def __len__(self) -> int:
-        return self._n
+        return self._key_ends.size

@@ -1,65 +1,36 @@
 """A crawl's durable state: one SQLite database (WAL) in its state directory.
 
-Promises: the file holds our tables and nothing else (checked read-only before any write, so a
-crafted file runs no code), and is never followed through a symbolic link; a damaged or
-foreign file stops the start with a :class:`StateError` naming it, left as it is. A commit
-takes every waiting write, so a kill leaves what was committed: a request's row is never in a
-later transaction than its URL key or its page's documents. A new file is made whole and
-renamed into place. Layout and rationale: ``docs/design.md#state-database``.
+Promises: the file is checked before it is used (:mod:`scrapy_neardup.storage.statefile`). A
+commit takes every waiting write, so a kill leaves what was committed: a request's row is
+never in a later transaction than its URL key or its page's documents. Layout and rationale:
+``docs/design.md#state-database``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import sqlite3
-import stat
 import struct
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.storage import statefile
+from scrapy_neardup.storage.statefile import STATE_FILE, HeadRecord, refuse_link
 
-#: The database's name in the state directory, and the format its ``meta`` table records.
-STATE_FILE = "state.sqlite"
-FORMAT = "1"
+__all__ = ["STATE_FILE", "HeadRecord", "StateDB", "read_only", "refuse_link"]
+
 #: URL keys and requests held in memory before they are inserted (at the latest at a commit).
 BATCH = 8192
-#: Keys known to be in the table, answered without a query: a site's pages link to the same
-#: pages again and again (its navigation), and on sqlite3-doc 27,000 of a crawl's 28,000
-#: requests are such repeats. Emptied when full (at most about 4 MB).
+#: Keys known to be in the table, answered without a query (a site's pages link to the same
+#: pages again and again). Emptied when full (at most about 4 MB).
 RECENT = 1 << 16
-
-
-@dataclass(frozen=True)
-class HeadRecord:
-    """A kept document, one row of ``heads``: its key, exact signature, near signature (None:
-    a short text) and tokens. A new field here is a new column of ``heads`` below."""
-
-    key: str
-    exact: bytes
-    near: bytes | None
-    tokens: int
-
-
-SCHEMA = """
-create table meta (name text primary key, value text not null);
-create table url_keys (key integer primary key, rest integer not null);
-create table counters (name text primary key, value integer not null);
-create table heads (key text not null, exact blob not null, near blob, tokens integer not null);
-create table relations (kind text not null, key text not null, head text not null,
-  method text not null, similarity real not null);
-create table requests (seq integer primary key, data blob not null);
-create table marks (parent blob not null, child blob not null, primary key (parent, child));
-create table texts (key text primary key, text text not null);
-"""
-TABLES = ("meta", "url_keys", "counters", "heads", "relations", "requests", "marks", "texts")
 _HEAD_NAMES = [f.name for f in fields(HeadRecord)]
 _HEAD_FIELDS = ", ".join(_HEAD_NAMES)
 _INSERT_HEAD = f"insert into heads ({_HEAD_FIELDS}) values ({', '.join('?' for _ in _HEAD_NAMES)})"
@@ -67,50 +38,6 @@ _head_row = attrgetter(*_HEAD_NAMES)
 #: A URL key as SQLite holds it: its 16 bytes as two signed 64-bit integers, the first the
 #: rowid (an insert costs two thirds of one keyed by a 16-byte blob).
 _KEY = struct.Struct("<qq")
-
-
-def _expected_schema() -> set[tuple[Any, ...]]:
-    db = sqlite3.connect(":memory:")
-    db.executescript(SCHEMA)
-    rows = set(db.execute("select type, name, tbl_name, sql from sqlite_master"))
-    db.close()
-    return rows
-
-
-_SCHEMA_ROWS = _expected_schema()
-
-
-def refuse_link(path: Path) -> bool:
-    """Whether ``path`` exists; StateError if it is a symbolic link or not a regular file:
-    a state directory holds its own files, never a way to another one."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise StateError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from None
-    if stat.S_ISLNK(mode):
-        raise StateError(
-            "is a symbolic link: the state is only read and written in its own files, so it "
-            "is refused (remove the link, or use a new JOBDIR)",
-            path=str(path),
-        )
-    if not stat.S_ISREG(mode):
-        raise StateError("cannot be read: not a regular file", path=str(path))
-    return True
-
-
-def sync_directory(path: Path) -> None:
-    """fsync a directory, so that a rename in it survives a crash of the machine."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _is_disk_full(exc: sqlite3.Error) -> bool:
-    return "database or disk is full" in str(exc)
 
 
 class StateDB:
@@ -127,29 +54,25 @@ class StateDB:
         self._recent: set[int] = set()
         self._requests: list[tuple[int, bytes]] = []  # rows not inserted yet
 
-    # -- opening --------------------------------------------------------------------------
-
     def open(self, meta: dict[str, str]) -> bool:
-        """Check the file (made with ``meta`` when there is none) and open it for reading:
-        the state is read, and its meta checked, before :meth:`start_writing`, so that a
-        file refused is left as it is (closing a writable connection would checkpoint a
-        killed run's WAL into it). True when the file was made now; StateError when it
-        cannot be used."""
+        """Check the file (made with ``meta`` when there is none) and open it for reading,
+        so that a file refused before :meth:`start_writing` is left as it is (closing a
+        writable connection would checkpoint a killed run's WAL into it). True when the file
+        was made now; StateError when it cannot be used."""
         fresh = not refuse_link(self.path)
         for suffix in ("-wal", "-shm"):
             refuse_link(Path(f"{self.path}{suffix}"))
         if fresh:
-            self._create(meta)
-        self._check()
-        self._db = self._connect(str(self.path), read_only=True)
+            statefile.create(self.path, meta)
+        statefile.check(self.path)
+        self._db = statefile.connect(self.path, read_only=True)
         return fresh
 
     def start_writing(self) -> None:
         """Reopen the file for writing (WAL), once the state read from it was accepted."""
         if self._db is not None:
             self._db.close()
-        self._db = self._connect(str(self.path))
-        self._pragmas("pragma journal_mode=wal", "pragma synchronous=normal")
+        self._db = statefile.connect(self.path, pragmas=("journal_mode=wal", "synchronous=normal"))
 
     @classmethod
     def temporary(cls, flush_interval: float = 1.0) -> StateDB:
@@ -159,114 +82,10 @@ class StateDB:
         os.close(handle)
         self = cls(Path(name), flush_interval)
         self._temporary = True
-        self._db = self._connect(name)
-        self._pragmas("pragma journal_mode=memory", "pragma synchronous=off")
-        self._db.executescript(SCHEMA)
+        self._db = statefile.connect(self.path, pragmas=("journal_mode=memory", "synchronous=off"))
+        self._db.executescript(statefile.SCHEMA)
         self.path.unlink()
         return self
-
-    def _connect(self, name: str, read_only: bool = False) -> sqlite3.Connection:
-        try:
-            if read_only:
-                uri = Path(name).absolute().as_uri() + "?mode=ro"
-                db = sqlite3.connect(uri, uri=True, isolation_level=None)
-            else:
-                db = sqlite3.connect(name, isolation_level=None, check_same_thread=False)
-            # A crafted schema's functions never run; damage is seen at the read that meets it.
-            db.execute("pragma trusted_schema=off")
-            db.execute("pragma cell_size_check=on")
-        except sqlite3.Error as exc:
-            raise self._error(exc) from None
-        return db
-
-    def _pragmas(self, *pragmas: str) -> None:
-        for pragma in pragmas:
-            self._execute(pragma)
-
-    def _create(self, meta: dict[str, str]) -> None:
-        """Make the file whole under another name, then rename it into place: a file named
-        ``STATE_FILE`` always has its schema and meta, so one without is damage."""
-        new = self.path.with_name(self.path.name + ".new")
-        new.unlink(missing_ok=True)  # a leftover of a kill (or a link: unlinked, not followed)
-        db = self._connect(str(new))
-        try:
-            db.executescript(SCHEMA)
-            db.executemany("insert into meta values (?, ?)", [("format", FORMAT), *meta.items()])
-            db.close()
-            with new.open("rb") as fh:
-                os.fsync(fh.fileno())
-            os.replace(new, self.path)
-            sync_directory(self.path.parent)
-        except sqlite3.Error as exc:
-            db.close()
-            raise self._error(exc) from None
-
-    def _check(self) -> None:
-        """Read the file through a read-only connection: its schema must be ours exactly,
-        its format this one, and every page of its tables readable (``count(*)``)."""
-        self._check_size()
-        db = self._connect(str(self.path), read_only=True)
-        try:
-            rows = set(db.execute("select type, name, tbl_name, sql from sqlite_master"))
-            found = {row[1] for row in rows}
-            version = None
-            if "meta" in found:
-                row = db.execute("select value from meta where name = 'format'").fetchone()
-                version = row[0] if row else None
-            if version is not None and version != FORMAT:
-                raise StateError(
-                    f"state format {version!r}: written by another release of scrapy-neardup "
-                    f"(this one reads format {FORMAT}); finish that crawl with the release "
-                    "that wrote it, or start a new JOBDIR",
-                    path=str(self.path),
-                )
-            if rows != _SCHEMA_ROWS:
-                extra = ", ".join(sorted(f"{row[0]} {row[1]}" for row in rows - _SCHEMA_ROWS))
-                gone = ", ".join(sorted(f"{row[0]} {row[1]}" for row in _SCHEMA_ROWS - rows))
-                raise StateError(
-                    f"not a scrapy-neardup state database (not ours: {extra or 'none'}; "
-                    f"missing: {gone or 'none'}): damaged or replaced, and left as it is",
-                    path=str(self.path),
-                )
-            for table in TABLES:
-                db.execute(f"select count(*) from {table}").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise self._error(exc) from None
-        finally:
-            db.close()
-
-    def _check_size(self) -> None:
-        """A file that is not SQLite's, or shorter than its header says (truncated; checked
-        when the WAL is empty: after a kill it may hold the pages the header counts)."""
-        wal = Path(f"{self.path}-wal")
-        with self.path.open("rb") as fh:
-            header = fh.read(100)
-            size = os.fstat(fh.fileno()).st_size
-        if len(header) < 100:
-            raise StateError(f"truncated: {size} bytes, no database header", path=str(self.path))
-        if not header.startswith(b"SQLite format 3\0"):  # read even where the WAL has page 1
-            raise StateError(
-                "file is not a database (its header is not SQLite's)", path=str(self.path)
-            )
-        page_size = int.from_bytes(header[16:18], "big")
-        page_size = 65536 if page_size == 1 else page_size
-        pages = int.from_bytes(header[28:32], "big")
-        valid = header[24:28] == header[92:96]  # the header's page count is current
-        if valid and size < pages * page_size and not (wal.exists() and wal.stat().st_size):
-            raise StateError(
-                f"truncated: {size} bytes, its header counts {pages} pages of {page_size} "
-                "bytes; it was left as it is (restore it, or start a new JOBDIR)",
-                path=str(self.path),
-            )
-
-    def _error(self, exc: sqlite3.Error) -> Exception:
-        """SQLite's error as ours: a full disk as OSError (ENOSPC), anything else about the
-        file as a StateError naming it."""
-        if _is_disk_full(exc):
-            return OSError(errno.ENOSPC, "No space left on device", str(self.path))
-        return StateError(f"unreadable state database: {exc}", path=str(self.path))
-
-    # -- statements and transactions ------------------------------------------------------
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -275,29 +94,15 @@ class StateDB:
         return self._db
 
     def _execute(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
-        try:
+        with statefile.sqlite_errors(self.path):
             return self.db.execute(sql, tuple(params))
-        except sqlite3.ProgrammingError:
-            raise  # a bug here, not the file
-        except sqlite3.DatabaseError as exc:
-            raise self._error(exc) from None
 
-    def _executemany(self, sql: str, rows: Iterable[Any]) -> None:
-        self._begin()
-        try:
-            self.db.executemany(sql, rows)
-        except sqlite3.ProgrammingError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            raise self._error(exc) from None
-
-    def _write(self, sql: str, params: Iterable[Any] = ()) -> None:
-        self._begin()
-        self._execute(sql, params)
-
-    def _begin(self) -> None:
+    def _write(self, sql: str, rows: Iterable[Any]) -> None:
+        """Run ``sql`` once for each of ``rows``, in the open transaction (begun if none is)."""
         if not self.db.in_transaction:
             self._execute("begin")
+        with statefile.sqlite_errors(self.path):
+            self.db.executemany(sql, rows)
 
     def _flush(self, keys: bool = True) -> None:
         """Insert what waits in memory: the requests first, then (with ``keys``) the URL
@@ -305,10 +110,10 @@ class StateDB:
         again, and inserting them in larger sorted batches writes fewer pages."""
         if self._requests:
             rows, self._requests = self._requests, []
-            self._executemany("insert into requests values (?, ?)", rows)
+            self._write("insert into requests values (?, ?)", rows)
         if keys and self._keys:
             batch = sorted(self._keys.items())  # sorted: B-tree pages in order
-            self._executemany("insert or ignore into url_keys values (?, ?)", batch)
+            self._write("insert or ignore into url_keys values (?, ?)", batch)
             self._remember(self._keys.keys())
             self._keys = {}
 
@@ -323,11 +128,7 @@ class StateDB:
         if durable and self._unsynced and not self._temporary:
             self._unsynced = False
             with contextlib.suppress(FileNotFoundError):  # nothing was written
-                fd = os.open(f"{self.path}-wal", os.O_RDONLY | os.O_NOFOLLOW)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                statefile.fsync(f"{self.path}-wal", os.O_NOFOLLOW)
         if durable:
             self._last_durable = time.monotonic()
 
@@ -343,9 +144,8 @@ class StateDB:
 
     def commit_rows(self) -> None:
         """Commit the rows written so far (documents, texts), not the requests and URL keys
-        waiting in memory (a check's commit: a request row costs a few microseconds, and
-        they go in at the next durable commit; a document committed without its request
-        is found again by its key, as a start request's is). Everything, durably, once
+        waiting in memory (a check's commit; a document committed without its request is
+        found again by its key, as a start request's is). Everything, durably, once
         ``flush_interval`` passed since the last durable commit."""
         if self._due():
             self.commit(durable=True)
@@ -362,13 +162,11 @@ class StateDB:
 
     def close(self) -> None:
         """Commit and close (checkpointing the WAL into the file)."""
-        if self._db is None:
-            return
         try:
-            self.commit(durable=True)
+            if self._db is not None:
+                self.commit(durable=True)
         finally:
-            db, self._db = self._db, None
-            db.close()
+            self.abandon()
 
     def abandon(self) -> None:
         """Close without writing anything more."""
@@ -377,27 +175,22 @@ class StateDB:
             db, self._db = self._db, None
             db.close()
 
-    # -- meta and counters ----------------------------------------------------------------
-
     def meta(self, name: str) -> str | None:
-        row = self._execute("select value from meta where name = ?", (name,)).fetchone()
-        return row[0] if row else None
+        return self._execute("select max(value) from meta where name = ?", (name,)).fetchone()[0]
 
     def set_meta(self, name: str, value: str) -> None:
-        self._write("insert or replace into meta values (?, ?)", (name, value))
+        self._write("insert or replace into meta values (?, ?)", [(name, value)])
 
     def count(self, name: str, by: int = 1) -> None:
         self._write(
             "insert into counters values (?, ?) "
             "on conflict(name) do update set value = value + excluded.value",
-            (name, by),
+            [(name, by)],
         )
 
     def counter(self, name: str) -> int:
-        row = self._execute("select value from counters where name = ?", (name,)).fetchone()
-        return int(row[0]) if row else 0
-
-    # -- URL keys -------------------------------------------------------------------------
+        sql = "select coalesce(sum(value), 0) from counters where name = ?"
+        return int(self._execute(sql, (name,)).fetchone()[0])
 
     def add_key(self, fingerprint: bytes) -> None:
         """Record a 16-byte URL key (in memory until a full batch or a durable commit, which
@@ -438,17 +231,15 @@ class StateDB:
     def clear_keys(self) -> None:
         self._keys.clear()
         self._recent.clear()
-        self._write("delete from url_keys")
-
-    # -- documents ------------------------------------------------------------------------
+        self._write("delete from url_keys", [()])
 
     def add_head(self, record: HeadRecord) -> None:
-        self._write(_INSERT_HEAD, _head_row(record))
+        self._write(_INSERT_HEAD, [_head_row(record)])
 
     def add_relation(self, kind: str, key: str, head: str, method: str, similarity: float) -> None:
         """A duplicate (``member``), or a kept document ``related`` or ``near`` to a head."""
         row = (kind, key, head, method, similarity)
-        self._write("insert into relations values (?, ?, ?, ?, ?)", row)
+        self._write("insert into relations values (?, ?, ?, ?, ?)", [row])
 
     def heads(self, after: int = 0) -> Iterator[tuple[int, HeadRecord]]:
         """(rowid, record) of the kept documents after rowid ``after``, in the order kept."""
@@ -464,22 +255,15 @@ class StateDB:
         yield from self._execute("select * from relations order by rowid")
 
     def put_text(self, key: str, text: str) -> None:
-        self._write("insert or replace into texts values (?, ?)", (key, text))
+        self._write("insert or replace into texts values (?, ?)", [(key, text)])
 
     def texts(self, keys: Iterable[str]) -> dict[str, str]:
         """The kept texts of ``keys`` (those that have one)."""
-        found: dict[str, str] = {}
-        keys = list(keys)
-        for start in range(0, len(keys), 500):
-            batch = keys[start : start + 500]
-            sql = f"select key, text from texts where key in ({', '.join('?' * len(batch))})"
-            found.update(self._execute(sql, batch))
-        return found
+        sql = "select key, text from texts where key = ?"
+        return {key: text for wanted in keys for key, text in self._execute(sql, (wanted,))}
 
     def has_texts(self) -> bool:
         return self._execute("select 1 from texts limit 1").fetchone() is not None
-
-    # -- requests -------------------------------------------------------------------------
 
     def add_request(self, seq: int, fingerprint: bytes, data: bytes) -> None:
         """A request to crawl (in memory until a commit, and before any URL key)."""
@@ -489,7 +273,7 @@ class StateDB:
 
     def drop_requests(self, seqs: Iterable[int]) -> None:
         self._flush(keys=False)
-        self._executemany("delete from requests where seq = ?", ((seq,) for seq in seqs))
+        self._write("delete from requests where seq = ?", ((seq,) for seq in seqs))
 
     def requests(self) -> list[tuple[int, bytes, bytes]]:
         """(seq, fingerprint, data) of every request recorded, in order."""
@@ -499,10 +283,10 @@ class StateDB:
 
     def add_mark(self, parent: bytes, child: bytes) -> None:
         self._flush(keys=False)  # after the parent's row
-        self._write("insert or ignore into marks values (?, ?)", (parent, child))
+        self._write("insert or ignore into marks values (?, ?)", [(parent, child)])
 
     def drop_marks(self, parents: Iterable[bytes]) -> None:
-        self._executemany("delete from marks where parent = ?", ((p,) for p in parents))
+        self._write("delete from marks where parent = ?", ((p,) for p in parents))
 
     def marks(self) -> list[tuple[bytes, bytes]]:
         return list(self._execute("select parent, child from marks"))
