@@ -198,15 +198,17 @@ class RedisState(UrlChecks):
             time.sleep(max(0.0, min(START_RETRY_PAUSE, deadline - time.monotonic())))
         self.inc("neardup/redis/errors")
         where = f"NEARDUP_REDIS_URL={mask_url(self.config.redis_url)!r}"
-        tried = f"{type(error).__name__}: {error}), tried for {timeout:g} s (NEARDUP_REDIS_TIMEOUT"
+        tried = (
+            f"({type(error).__name__}: {error}), tried for {timeout:g} s (NEARDUP_REDIS_TIMEOUT)"
+        )
         if isinstance(error, (*self._client_mod.OUTAGE_ERRORS, TimeoutError)):
             raise StorageError(
-                f"{where}: Redis cannot be reached ({tried}). Check the URL and that Redis is "
+                f"{where}: Redis cannot be reached {tried}. Check the URL and that Redis is "
                 "running: a crawl does not start without its Redis, whatever "
                 "NEARDUP_REDIS_ON_ERROR says (that setting governs outages once the crawl runs)"
             )
         raise StorageError(
-            f"{where}: Redis refuses the crawl's calls ({tried}): out of memory, raise maxmemory "
+            f"{where}: Redis refuses the crawl's calls {tried}: out of memory, raise maxmemory "
             "or free memory; a read-only replica, use the primary's URL; a key of another "
             "type, another program uses the prefix (NEARDUP_KEY_PREFIX)"
         )

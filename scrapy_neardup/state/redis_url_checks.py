@@ -60,6 +60,8 @@ class UrlChecks(OutageHandling):
         """Whether the scheduler is scrapy-redis's, or a subclass: its queue is in Redis, for
         every process to pop, so the dupefilter waits for each answer (docs/design.md#outages)."""
         scheduler = self.crawler.settings.get("SCHEDULER") if self.crawler is not None else None
+        if scheduler is None:
+            return False
         try:
             from scrapy.utils.misc import load_object
             from scrapy_redis.scheduler import Scheduler
