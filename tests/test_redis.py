@@ -30,7 +30,8 @@ from scrapy_neardup.backends import make_backend
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
-from scrapy_neardup.state.redis import RETRY_INTERVAL, STATE_CHECK_INTERVAL, RedisState
+from scrapy_neardup.state.redis import STATE_CHECK_INTERVAL, RedisState
+from scrapy_neardup.state.redis_outage import RETRY_INTERVAL
 from scrapy_neardup.storage import redis_client, redis_index, redis_urls
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.text import Document

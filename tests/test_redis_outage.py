@@ -24,7 +24,8 @@ from redis_server import RedisServer, Stats, redis_state
 
 from corpus.text import letter_word
 from scrapy_neardup.report import render, summarize_redis
-from scrapy_neardup.state.redis import RETRY_INTERVAL, RedisState
+from scrapy_neardup.state.redis import RedisState
+from scrapy_neardup.state.redis_outage import RETRY_INTERVAL
 from scrapy_neardup.storage import redis_client, redis_index
 from scrapy_neardup.urls import url_fingerprint
 

@@ -3,35 +3,13 @@
 Promises: everything of one crawl lives under ``{prefix}`` (``NEARDUP_KEY_PREFIX`` or the
 spider's name, never random); each part read and written as one (the URL filter, each index)
 has its own hash tag, so on Redis Cluster it is one slot; no pickle anywhere. Needs the
-``redis`` extra, imported only here. The key layout is the comment below.
-Rationale: ``docs/design.md#key-layout``.
+``redis`` extra, imported only here. The key layout, and why: ``docs/design.md#key-layout``.
 """
-
-# Key layout:
-#
-#     {p}:neardup:meta                   HASH  format, "content" and "urls": JSON of the parameters
-#     {p:urls}:neardup:urls              HASH  Bloom filter: stages, count, count:<stage>
-#     {p:urls}:neardup:urls:<stage>:<n>  STRING bitmap n of a stage (at most CHUNK_BITS bits)
-#     {p:urls}:neardup:urls:bf           RedisBloom filter (used instead when the module is loaded)
-#     {p:<index>}:neardup:<index>:seq    STRING last document id given out (INCR)
-#     {p:<index>}:neardup:<index>:ids    HASH  document key -> id
-#     {p:<index>}:neardup:<index>:docs   HASH  id -> u32 len | key UTF-8 | signature (method.encode)
-#     {p:<index>}:neardup:<index>:b:<bucket>  STRING the ids in a bucket, u32 little-endian each
-#     {p}:neardup:members                HASH  duplicate key -> u32 len | head | u32 len | method |
-#                                              f64
-#     {p}:neardup:late                   HASH  the same, for duplicates found only once Redis was
-#                                              back from an outage (both copies were delivered)
-#     {p}:neardup:related                HASH  the same, for kept pages that hold a kept one
-#     {p}:neardup:counts                 HASH  counters (duplicates/<method>, late_duplicates)
-#     {p}:neardup:texts                  HASH  document key -> kept text (NEARDUP_KEEP_TEXT)
-#
-# ``<index>`` is ``exact`` or the backend's name. Format 1 (without hash tags) had the
-# same keys under ``p:neardup:``; a crawl finds them and stops with the command that
-# deletes them.
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -40,6 +18,7 @@ from scrapy_neardup.exceptions import StateError, StorageError
 try:
     import redis
     from redis.backoff import ExponentialWithJitterBackoff
+    from redis.cluster import RedisCluster
     from redis.retry import Retry
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise StorageError(
@@ -76,13 +55,11 @@ def failure(exc: BaseException) -> str:
 
 
 def connect(url: str, timeout: float = 5.0, retries: int = 2) -> Any:
-    """A client for ``url`` with timeouts and redis-py's retry with jittered backoff; a
-    :class:`redis.cluster.RedisCluster` when the URL says ``?cluster=true`` (the URL of any
-    of its nodes: ``redis://10.0.0.1:7000/?cluster=true``).
-
-    ``retries=0`` for calls that must not run twice (see :class:`RedisBloomFilter`), and
-    where a failed call is better reported at once: the crawl state's clients have none.
-    """
+    """A client for ``url`` with timeouts; redis-py tries a call that met a connection or
+    timeout error ``retries`` times again, with jittered backoff. ``retries=0`` where a call
+    must not run twice (a Bloom test-and-set whose reply was lost) or its failure is best
+    reported at once. A :class:`RedisCluster` when the URL says ``?cluster=true`` (the URL of
+    any of its nodes: ``redis://10.0.0.1:7000/?cluster=true``)."""
     url, cluster = cluster_url(url)
     options: dict[str, Any] = {
         "socket_timeout": timeout,
@@ -90,28 +67,22 @@ def connect(url: str, timeout: float = 5.0, retries: int = 2) -> Any:
         "retry": Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), retries),
     }
     if cluster:
-        from redis.cluster import RedisCluster
-
         return RedisCluster.from_url(url, **options)
-    return redis.Redis.from_url(
-        url,
-        **options,
-        retry_on_error=[redis.exceptions.ConnectionError, redis.exceptions.TimeoutError],
-        health_check_interval=30,
-    )
+    options["retry_on_error"] = list(OUTAGE_ERRORS)  # redis-py 5 retries these only
+    return redis.Redis.from_url(url, health_check_interval=30, **options)
 
 
 def cluster_url(url: str) -> tuple[str, bool]:
     """``url`` without its ``cluster`` query parameter, and whether it asked for a cluster."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    flags = [value for name, value in query if name == "cluster"]
+    flags = [value.lower() for name, value in query if name == "cluster"]
     if not flags:
         return url, False
-    if flags[-1].lower() not in ("true", "1", "yes", "false", "0", "no"):
+    if flags[-1] not in ("true", "1", "yes", "false", "0", "no"):
         raise StateError(f"Redis URL {url!r}: cluster must be true or false, not {flags[-1]!r}")
     rest = urlencode([(name, value) for name, value in query if name != "cluster"])
-    return urlunsplit(parts._replace(query=rest)), flags[-1].lower() in ("true", "1", "yes")
+    return urlunsplit(parts._replace(query=rest)), flags[-1] in ("true", "1", "yes")
 
 
 def key_base(prefix: str) -> str:
@@ -122,11 +93,6 @@ def key_base(prefix: str) -> str:
 def part_base(prefix: str, part: str) -> str:
     """Of a part read and written as one (``urls``, an index): its own hash tag."""
     return f"{{{prefix}:{part}}}:neardup:{part}"
-
-
-def legacy_base(prefix: str) -> str:
-    """Where format 1 kept everything."""
-    return f"{prefix}:neardup"
 
 
 def glob_escape(text: str) -> str:
@@ -152,27 +118,27 @@ def owned(key: str, prefix: str) -> bool:
 
 
 def delete_prefix(client: Any, prefix: str) -> int:
-    """Delete the keys of one crawl (format 1 ones too: SCAN, UNLINK in batches); returns
-    how many."""
-    deleted = 0
-    batch: list[bytes] = []
-    for pattern in scan_patterns(prefix):
-        for key in client.scan_iter(match=pattern, count=1000):
-            if owned(key.decode("utf-8", "surrogateescape"), prefix):
-                batch.append(key)
-            if len(batch) >= 500:
-                deleted += unlink_keys(client, batch)
-                batch.clear()
-    if batch:
-        deleted += unlink_keys(client, batch)
-    return deleted
+    """Delete the keys of one crawl (format 1 ones too); returns how many."""
+    return unlink(
+        client,
+        (
+            key
+            for pattern in scan_patterns(prefix)
+            for key in client.scan_iter(match=pattern, count=1000)
+            if owned(key.decode("utf-8", "surrogateescape"), prefix)
+        ),
+    )
 
 
-def unlink_keys(client: Any, keys: list[bytes]) -> int:
-    # One key per call on a cluster: keys of several slots cannot go in one command.
-    if hasattr(client, "get_nodes"):
-        return sum(client.unlink(key) for key in keys)
-    return client.unlink(*keys)
+def unlink(client: Any, keys: Iterable[bytes]) -> int:
+    """UNLINK ``keys``, 500 a call (redis-py splits a call by slot on a cluster); returns how
+    many existed."""
+    deleted, batch = 0, []
+    for key in keys:
+        batch.append(key)
+        if len(batch) == 500:
+            deleted, batch = deleted + client.unlink(*batch), []
+    return deleted + (client.unlink(*batch) if batch else 0)
 
 
 def find_prefixes(client: Any) -> list[str]:
@@ -195,16 +161,14 @@ def check_memory(client: Any) -> str | None:
     except redis.exceptions.ResponseError:
         return None
     maxmemory = int(info.get("maxmemory") or 0)
-    if not maxmemory:
-        return None
     policy = str(info.get("maxmemory_policy", "?"))
-    if policy.startswith("allkeys"):
+    used = int(info.get("used_memory") or 0)
+    if maxmemory and policy.startswith("allkeys"):
         return (
             f"Redis may evict any key when full (maxmemory-policy {policy}): the crawl's URLs "
             "and documents would be lost without an error; use noeviction"
         )
-    used = int(info.get("used_memory") or 0)
-    if used >= maxmemory:
+    if maxmemory and used >= maxmemory:
         raise StorageError(
             f"Redis is full: used_memory {used} bytes of maxmemory {maxmemory} "
             f"(maxmemory-policy {policy}), so it refuses writes; raise maxmemory or free memory"
@@ -225,58 +189,45 @@ def write_probe(client: Any, prefix: str) -> None:
 
 
 def check_meta(
-    client: redis.Redis,
-    prefix: str,
-    field: str,
-    expected: dict[str, Any],
-    optional: tuple[str, ...] = (),
+    client: Any, prefix: str, field: str, expected: dict[str, Any], optional: tuple[str, ...] = ()
 ) -> None:
     """Record the parameters of a part of the state, or check them against the recorded ones.
 
     Signatures or Bloom bits made with other parameters would silently never match, so a
-    difference is a :class:`StateError`, as with the file state. A key of ``optional``
-    (inside a recorded dict) that the recorded parameters lack is not a difference: the
-    state predates it, and the crawl continues without it for what it recorded.
+    difference is a :class:`StateError`, as with the file state; so are keys of format 1. A
+    key of ``optional`` (inside a recorded dict) that the recorded parameters lack is not a
+    difference: the state predates it, and the crawl continues without it for what it recorded.
     """
     meta = f"{key_base(prefix)}:meta"
-    if client.exists(f"{legacy_base(prefix)}:meta"):
+    reset = f"`scrapy neardup-stats --redis-url URL --key-prefix {prefix} --reset`"
+    if client.exists(f"{prefix}:neardup:meta"):  # where format 1 kept it
         raise StateError(
             f"Redis keys {prefix}:neardup:* are in format 1 (before hash tags), this release "
-            f"uses {FORMAT}: delete them with `scrapy neardup-stats --redis-url URL "
-            f"--key-prefix {prefix} --reset`, or use another NEARDUP_KEY_PREFIX"
+            f"uses {FORMAT}: delete them with {reset}, or use another NEARDUP_KEY_PREFIX"
         )
     wanted = json.loads(json.dumps(expected, sort_keys=True))
     client.hsetnx(meta, "format", FORMAT)
     client.hsetnx(meta, field, json.dumps(wanted, sort_keys=True))
     found_format, found = client.hmget(meta, ["format", field])
-    if isinstance(found_format, bytes):
-        found_format = found_format.decode()
-    if found_format is not None and found_format != FORMAT:
+    if found_format not in (None, FORMAT.encode()):
         raise StateError(
-            f"Redis keys {{{prefix}}}:neardup:* have format {found_format}, "
+            f"Redis keys {{{prefix}}}:neardup:* have format {found_format.decode()}, "
             f"this release uses {FORMAT}"
         )
-    stored = wanted
-    if found is not None:
-        try:
-            stored = json.loads(found)
-        except ValueError:
-            raise StateError(
-                f"Redis key {meta}, field {field!r}: not JSON ({found[:80]!r})"
-            ) from None
+    try:
+        stored = wanted if found is None else json.loads(found)
+    except ValueError:
+        raise StateError(f"Redis key {meta}, field {field!r}: not JSON ({found[:80]!r})") from None
     if not isinstance(stored, dict):
         raise StateError(f"Redis key {meta}, field {field!r}: not a JSON object")
     for name, value in wanted.items():
-        before = stored.get(name)
-        if isinstance(value, dict) and isinstance(before, dict):
-            for key in optional:
-                if key not in before:
-                    value.pop(key, None)
+        if isinstance(value, dict) and isinstance(stored.get(name), dict):
+            for key in set(optional) - set(stored[name]):
+                value.pop(key, None)
     for name in sorted(set(wanted) | set(stored)):
         if stored.get(name) != wanted.get(name):
             raise StateError(
                 f"Redis state under prefix {prefix!r} was written with {name}="
                 f"{stored.get(name)!r}, configured {name}={wanted.get(name)!r}; use the same "
-                f"settings, another NEARDUP_KEY_PREFIX, or reset it with "
-                f"`scrapy neardup-stats --redis-url URL --key-prefix {prefix} --reset`"
+                f"settings, another NEARDUP_KEY_PREFIX, or reset it with {reset}"
             )

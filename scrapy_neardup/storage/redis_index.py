@@ -15,14 +15,8 @@ from typing import Any
 
 from scrapy_neardup.backends.base import Verifier
 
-# ``redis`` through redis_client: without the package, that import says what to install.
-from scrapy_neardup.storage.redis_client import (
-    REDIS_ERRORS,
-    CorruptRecord,
-    key_base,
-    part_base,
-    redis,
-)
+# Through redis_client: without the redis package, that import says what to install.
+from scrapy_neardup.storage.redis_client import REDIS_ERRORS, CorruptRecord, key_base, part_base
 
 _INDEX_LUA = """
 -- KEYS[1] docs hash, KEYS[2] ids hash, KEYS[3] id counter, KEYS[4..] the document's buckets
@@ -88,35 +82,39 @@ return {0, lengths, docs}
 """
 
 
+def _field(text: str) -> bytes:
+    """``text`` as a record field: u32 length, then UTF-8."""
+    data = text.encode("utf-8", "surrogatepass")
+    return struct.pack("<I", len(data)) + data
+
+
+def _read_field(data: bytes, pos: int = 0) -> tuple[str, int]:
+    """The field at ``pos`` and where the next starts; ValueError or struct.error when the
+    record holds none there."""
+    (length,) = struct.unpack_from("<I", data, pos)
+    end = pos + 4 + length
+    if end > len(data):
+        raise ValueError(f"a field of {length} bytes in a record of {len(data)}")
+    return data[pos + 4 : end].decode("utf-8", "surrogatepass"), end
+
+
 def _pack_doc(key: str, signature: bytes) -> bytes:
-    encoded = key.encode("utf-8", "surrogatepass")
-    return struct.pack("<I", len(encoded)) + encoded + signature
-
-
-def _unpack_doc(data: bytes) -> tuple[str, bytes]:
-    """(key, signature bytes) of a document record; ValueError when it is not one."""
-    try:
-        (length,) = struct.unpack_from("<I", data)
-        if 4 + length > len(data):
-            raise ValueError(f"key of {length} bytes in a record of {len(data)}")
-        return data[4 : 4 + length].decode("utf-8", "surrogatepass"), data[4 + length :]
-    except (struct.error, UnicodeDecodeError) as exc:
-        raise ValueError(str(exc)) from None
+    return _field(key) + signature
 
 
 class RedisBucketStore:
     """A :class:`~scrapy_neardup.backends.base.BucketStore` in Redis, safe for many writers.
 
     ``codec`` is the backend (its ``encode``/``decode``); nothing else of it is used. See the
-    module docstring for the keys and for why :meth:`query_and_add` never lets two processes
-    both keep a near-duplicate pair. A candidate's record that cannot be read (another client
-    wrote it) is handed to ``on_corrupt`` (a :class:`CorruptRecord`) and left out of the
-    comparison; without ``on_corrupt`` it is raised.
+    module docstring for why :meth:`query_and_add` never lets two processes both keep a
+    near-duplicate pair. A candidate's record that cannot be read (another client wrote it)
+    is handed to ``on_corrupt`` (a :class:`CorruptRecord`) and left out of the comparison;
+    without ``on_corrupt`` it is raised.
     """
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: Any,
         prefix: str,
         name: str,
         codec: Any,
@@ -128,17 +126,11 @@ class RedisBucketStore:
         self.base = part_base(prefix, name)
         self._docs, self._ids, self._seq = (f"{self.base}:{n}" for n in ("docs", "ids", "seq"))
         self._script = client.register_script(_INDEX_LUA)
-        #: Script calls made (for tests and benchmarks: round trips of the index).
-        self.calls = 0
 
     def _keys(self, buckets: Sequence[int]) -> list[str]:
         return [self._docs, self._ids, self._seq] + [
             f"{self.base}:b:{b:x}" for b in dict.fromkeys(buckets)
         ]
-
-    def _run(self, keys: list[str], key: str, doc: bytes, mode: str, probe: int, lengths=()):
-        self.calls += 1
-        return self._script(keys=keys, args=[key, doc, mode, probe, *lengths])
 
     def _search(
         self,
@@ -154,21 +146,13 @@ class RedisBucketStore:
         lengths: list[int] = []
         checked: set[str] = set()
         while True:
-            reply = self._run(keys, key, doc, mode, probe or 0, lengths)
+            reply = self._script(keys=keys, args=[key, doc, mode, probe or 0, *lengths])
             if reply[0] != 0:
                 return []  # added, or the key was already indexed
             lengths = [int(n) for n in reply[1]]
             matches: list[tuple[str, float]] = []
-            for packed in reply[2]:
-                if packed is None:
-                    continue
-                try:
-                    other, data = _unpack_doc(packed)
-                    if other in checked or other == key:
-                        continue
-                    signature = self.codec.decode(data)
-                except (ValueError, struct.error) as exc:
-                    self._corrupt(f"a document record in {self._docs}: {exc}")
+            for other, signature in self._decoded(reply[2]):
+                if other in checked or other == key:
                     continue
                 checked.add(other)
                 similarity = verify(other, signature)
@@ -195,23 +179,27 @@ class RedisBucketStore:
 
     def add(self, key: str, signature: Any, buckets: list[int]) -> None:
         doc = _pack_doc(key, self.codec.encode(signature))
-        self._run(self._keys(buckets), key, doc, "force", 0)
+        self._script(keys=self._keys(buckets), args=[key, doc, "force", 0])
 
-    def _corrupt(self, what: str) -> None:
-        error = CorruptRecord(f"cannot read {what}")
-        if self.on_corrupt is None:
-            raise error
-        self.on_corrupt(error)
-
-    def items(self) -> Iterator[tuple[str, Any]]:
-        for id_, packed in self.client.hscan_iter(self._docs, count=1000):
+    def _decoded(self, records: Iterable[bytes | None]) -> Iterator[tuple[str, Any]]:
+        """(key, signature) of each document record; one that cannot be read is handed to
+        ``on_corrupt`` (raised without it)."""
+        for packed in records:
+            if packed is None:
+                continue
             try:
-                key, data = _unpack_doc(packed)
-                signature = self.codec.decode(data)
+                key, end = _read_field(packed)
+                signature = self.codec.decode(packed[end:])
             except (ValueError, struct.error) as exc:
-                self._corrupt(f"document {id_!r} of {self._docs}: {exc}")
+                error = CorruptRecord(f"cannot read a document record in {self._docs}: {exc}")
+                if self.on_corrupt is None:
+                    raise error from None
+                self.on_corrupt(error)
                 continue
             yield key, signature
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        return self._decoded(packed for _, packed in self.client.hscan_iter(self._docs, count=1000))
 
     def __contains__(self, key: str) -> bool:
         """Whether ``key`` is indexed; False when Redis cannot be asked (it only serves to
@@ -226,73 +214,56 @@ class RedisBucketStore:
 
 
 class RedisRecorder:
-    """Records cluster membership in Redis, for ``scrapy neardup-stats --redis-url``.
-
-    Kept documents need no record: the exact index holds every one of them.
+    """Records every duplicate, related and near document in its hash under ``{prefix}``
+    (read back by :func:`members`), counted in ``{prefix}:neardup:counts``, for ``scrapy
+    neardup-stats --redis-url``. Kept documents need no record: the exact index holds them.
     """
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Any, prefix: str) -> None:
         self.client = client
-        self.members = f"{key_base(prefix)}:members"
-        self.counts = f"{key_base(prefix)}:counts"
-        self.late_members = f"{key_base(prefix)}:late"
-        self.related_members = f"{key_base(prefix)}:related"
-        self.near_members = f"{key_base(prefix)}:near"
+        self.base = key_base(prefix)
 
     def head(self, key: str, signed: Any) -> None:
         pass
 
     def member(self, member: Any) -> None:
-        self._record(self.members, member, f"duplicates/{member.method}")
+        self._record("members", member, f"duplicates/{member.method}")
 
     def related(self, member: Any) -> None:
         """A kept document that holds, and adds to, the kept ``member.head``."""
-        self._record(self.related_members, member, "related")
+        self._record("related", member, "related")
 
     def near(self, member: Any) -> None:
         """A kept document near the kept ``member.head`` (the decision not configured would
         have dropped it)."""
-        self._record(self.near_members, member, "near")
+        self._record("near", member, "near")
 
     def late(self, member: Any) -> None:
         """A duplicate found only after it was delivered (kept while Redis was unavailable);
         :meth:`member` recorded it already as a duplicate."""
-        self._record(self.late_members, member, "late_duplicates")
+        self._record("late", member, "late_duplicates")
 
-    def _record(self, hash_key: str, member: Any, counter: str) -> None:
+    def _record(self, name: str, member: Any, counter: str) -> None:
+        record = _field(member.head) + _field(member.method) + struct.pack("<d", member.similarity)
         pipe = self.client.pipeline(transaction=True)
-        pipe.hset(hash_key, member.key, pack_member(member.head, member.method, member.similarity))
-        pipe.hincrby(self.counts, counter, 1)
+        pipe.hset(f"{self.base}:{name}", member.key, record)
+        pipe.hincrby(f"{self.base}:counts", counter, 1)
         pipe.execute()
-
-
-def pack_member(head: str, method: str, similarity: float) -> bytes:
-    h, m = head.encode("utf-8", "surrogatepass"), method.encode()
-    return (
-        struct.pack("<I", len(h))
-        + h
-        + struct.pack("<I", len(m))
-        + m
-        + struct.pack("<d", similarity)
-    )
 
 
 def unpack_member(data: bytes) -> tuple[str, str, float]:
     """(head, method, similarity) of a member record; CorruptRecord when it is not one."""
     try:
-        (n,) = struct.unpack_from("<I", data)
-        head = data[4 : 4 + n].decode("utf-8", "surrogatepass")
-        pos = 4 + n
-        (n,) = struct.unpack_from("<I", data, pos)
-        method = data[pos + 4 : pos + 4 + n].decode()
-        (similarity,) = struct.unpack_from("<d", data, pos + 4 + n)
-    except (struct.error, UnicodeDecodeError) as exc:
+        head, pos = _read_field(data)
+        method, pos = _read_field(data, pos)
+        (similarity,) = struct.unpack_from("<d", data, pos)
+    except (ValueError, struct.error) as exc:
         raise CorruptRecord(f"cannot read a cluster record ({exc}): {data[:60]!r}") from None
     return head, method, similarity
 
 
 def members(
-    client: redis.Redis, prefix: str, hash_name: str = "members"
+    client: Any, prefix: str, hash_name: str = "members"
 ) -> Iterable[tuple[str, str, str, float]]:
     """(duplicate, head, method, similarity) of every recorded duplicate (``hash_name``
     ``"late"``: of those found only after they were delivered; ``"related"``: kept documents
@@ -302,21 +273,11 @@ def members(
         yield (key.decode("utf-8", "surrogatepass"), *unpack_member(packed))
 
 
-def recorded(
-    client: redis.Redis, prefix: str, key: str
-) -> tuple[bool, tuple[str, str, float] | None]:
-    """Whether ``key`` is a kept document, and (head, method, similarity) if it is a recorded
-    duplicate (one round trip). CorruptRecord when its cluster record cannot be read."""
+def recorded(client: Any, prefix: str, key: str) -> tuple[bool, bytes | None]:
+    """Whether ``key`` is a kept document, and its member record if it is a recorded
+    duplicate (:func:`unpack_member` reads it); one round trip."""
     pipe = client.pipeline(transaction=False)
     pipe.hexists(f"{part_base(prefix, 'exact')}:ids", key)
     pipe.hget(f"{key_base(prefix)}:members", key)
     kept, member = pipe.execute()
-    return bool(kept), None if member is None else unpack_member(member)
-
-
-def taken(client: redis.Redis, prefix: str, key: str) -> bool:
-    """Whether ``key`` names a kept document or a recorded duplicate (one round trip)."""
-    pipe = client.pipeline(transaction=False)
-    pipe.hexists(f"{part_base(prefix, 'exact')}:ids", key)
-    pipe.hexists(f"{key_base(prefix)}:members", key)
-    return any(pipe.execute())
+    return bool(kept), member

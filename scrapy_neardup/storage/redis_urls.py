@@ -16,12 +16,15 @@ from typing import Any
 from scrapy_neardup.storage.bloom import MAX_STAGE_RATE, bloom_size
 
 # ``redis`` through redis_client: without the package, that import says what to install.
-from scrapy_neardup.storage.redis_client import glob_escape, key_base, part_base, redis, unlink_keys
+from scrapy_neardup.storage.redis_client import glob_escape, key_base, part_base, redis, unlink
 
 #: Bits per bitmap key: 2**29 bits = 64 MiB, an eighth of Redis's 512 MB string limit.
 CHUNK_BITS = 1 << 29
 #: URLs per EVALSHA of the Bloom script (Redis serves nobody else while a script runs).
 BLOOM_BATCH = 1000
+#: Stages grow ``GROWTH`` times, at ``TIGHTENING`` times the error rate, as
+#: :class:`~scrapy_neardup.storage.bloom.ScalableBloomFilter`'s do.
+GROWTH, TIGHTENING = 2, 0.5
 
 _BLOOM_LUA = """
 -- KEYS[1] the filter's hash (stages, count, count:<j>)
@@ -103,17 +106,33 @@ return {stages, out, count}
 """
 
 
-def stage_params(
-    capacity: int, error_rate: float, stage: int, growth: int = 2, tightening: float = 0.5
-) -> tuple[int, int, int]:
-    """(capacity, bits, hash functions) of a stage, as ScalableBloomFilter sizes its stages."""
-    cap = capacity * growth**stage
-    rate = min(error_rate * (1.0 - tightening) * tightening**stage, MAX_STAGE_RATE)
-    bits, k = bloom_size(cap, rate)
-    return cap, max(64, math.ceil(bits)), max(1, k)
+class UrlFilter:
+    """What both filters share: ``add`` is an atomic test-and-set; sizes come from :meth:`info`."""
+
+    def add_many(self, fingerprints: Sequence[bytes]) -> list[bool]:
+        raise NotImplementedError
+
+    def info(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def add(self, fingerprint: bytes) -> bool:
+        """Test and set: True if ``fingerprint`` was (probably) there already, else add it."""
+        return self.add_many([fingerprint])[0]
+
+    def __len__(self) -> int:
+        return int(self.info()["seen"])
+
+    @property
+    def stages(self) -> int:
+        return int(self.info()["stages"])
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Bytes the filter takes (bitmaps: once full, as Redis allocates up to the last bit)."""
+        return int(self.info()["bloom_bytes"])
 
 
-class RedisBloomFilter:
+class RedisBloomFilter(UrlFilter):
     """Scalable Bloom filter in Redis bitmaps; ``add`` is an atomic test-and-set.
 
     Its client must not retry a call on its own (``connect(..., retries=0)``): a script run
@@ -123,45 +142,40 @@ class RedisBloomFilter:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: Any,
         prefix: str,
         capacity: int,
         error_rate: float,
         *,
-        growth: int = 2,
-        tightening: float = 0.5,
         chunk_bits: int = CHUNK_BITS,
     ) -> None:
         self.client = client
         self.capacity, self.error_rate = capacity, float(error_rate)
-        self.growth, self.tightening = growth, tightening
         self.chunk_bits = chunk_bits
         self.hash_key = part_base(prefix, "urls")
-        self.bitmap_prefix = f"{self.hash_key}:"
         self._script = client.register_script(_BLOOM_LUA)
         self._stages: list[tuple[int, int, int]] = []
         self._known = 1  # stages the client last heard of
         self._known_count = 0  # and the newest one's count
-        self.calls = 0
 
     def params(self) -> dict[str, Any]:
         return {
             "impl": "bitmaps",
             "capacity": self.capacity,
             "error_rate": self.error_rate,
-            "growth": self.growth,
-            "tightening": self.tightening,
+            "growth": GROWTH,
+            "tightening": TIGHTENING,
             "chunk_bits": self.chunk_bits,
             "hash": "xxh3_128 double hashing",
         }
 
     def _stage(self, j: int) -> tuple[int, int, int]:
+        """(capacity, bits, hash functions) of stage ``j``."""
         while len(self._stages) <= j:
-            self._stages.append(
-                stage_params(
-                    self.capacity, self.error_rate, len(self._stages), self.growth, self.tightening
-                )
-            )
+            n = len(self._stages)
+            rate = min(self.error_rate * (1 - TIGHTENING) * TIGHTENING**n, MAX_STAGE_RATE)
+            bits, k = bloom_size(self.capacity * GROWTH**n, rate)
+            self._stages.append((self.capacity * GROWTH**n, max(64, math.ceil(bits)), max(1, k)))
         return self._stages[j]
 
     def _positions(self, fingerprint: bytes, stages: int) -> list[int]:
@@ -173,10 +187,6 @@ class RedisBloomFilter:
             out.extend((h1 + i * h2) % bits for i in range(k))
         return out
 
-    def add(self, fingerprint: bytes) -> bool:
-        """Test and set: True if ``fingerprint`` was (probably) there already, else add it."""
-        return self.add_many([fingerprint])[0]
-
     def add_many(self, fingerprints: Sequence[bytes]) -> list[bool]:
         """Test and set many in as few round trips as possible (one per BLOOM_BATCH)."""
         out: list[bool] = []
@@ -187,13 +197,12 @@ class RedisBloomFilter:
             # writers may fill it first: then the script stops early and the rest is resent).
             full = self._known_count + len(batch) >= self._stage(self._known - 1)[0]
             stages = self._known + full
-            args: list[Any] = [self.bitmap_prefix, self.chunk_bits, stages]
+            args: list[Any] = [f"{self.hash_key}:", self.chunk_bits, stages]
             for j in range(stages):
                 cap, bits, k = self._stage(j)
                 args += [cap, k, bits]
             for fp in batch:
                 args += self._positions(fp, stages)
-            self.calls += 1
             known, results, count = self._script(keys=[self.hash_key], args=args)
             self._known, self._known_count = int(known), int(count)
             out += [bool(r) for r in results]
@@ -202,72 +211,44 @@ class RedisBloomFilter:
 
     def __contains__(self, fingerprint: bytes) -> bool:
         stages = self.stages
+        owners = [j for j in range(stages) for _ in range(self._stage(j)[2])]
         pipe = self.client.pipeline(transaction=False)
-        positions = self._positions(fingerprint, stages)
-        i = 0
-        for j in range(stages):
-            for _ in range(self._stage(j)[2]):
-                p = positions[i]
-                pipe.getbit(f"{self.bitmap_prefix}{j}:{p // self.chunk_bits}", p % self.chunk_bits)
-                i += 1
+        for j, p in zip(owners, self._positions(fingerprint, stages), strict=True):
+            pipe.getbit(f"{self.hash_key}:{j}:{p // self.chunk_bits}", p % self.chunk_bits)
         bits = pipe.execute()
-        i = 0
-        for j in range(stages):
-            k = self._stage(j)[2]
-            if all(bits[i : i + k]):
-                return True
-            i += k
-        return False
-
-    def _counts(self) -> dict[str, int]:
-        counts = self.client.hgetall(self.hash_key)
-        return {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in counts.items()}
-
-    @property
-    def stages(self) -> int:
-        return self._counts().get("stages", 1)
-
-    def __len__(self) -> int:
-        return self._counts().get("count", 0)
-
-    @property
-    def size_in_bytes(self) -> int:
-        """Bytes the bitmaps take when full (Redis allocates a bitmap up to its highest bit)."""
-        return sum(self._stage(j)[1] for j in range(self.stages)) // 8
+        return any(
+            all(b for o, b in zip(owners, bits, strict=True) if o == j) for j in range(stages)
+        )
 
     def info(self) -> dict[str, Any]:
-        counts = self._counts()
+        counts = {k: int(v) for k, v in _as_dict(self.client.hgetall(self.hash_key)).items()}
         stages = counts.get("stages", 1)
         miss, fill = 1.0, 0.0
         for j in range(stages):
             _, bits, k = self._stage(j)
             fill = -math.expm1(-k * counts.get(f"count:{j}", 0) / bits)
             miss *= 1.0 - fill**k
-        size = sum(self._stage(j)[1] for j in range(stages)) // 8
         return {
             "impl": "bitmaps",
             "seen": counts.get("count", 0),
-            "bloom_bytes": size,
+            "bloom_bytes": sum(self._stage(j)[1] for j in range(stages)) // 8,
             "stages": stages,
             "fill_ratio": fill,
             "expected_false_positive_rate": 1.0 - miss,
         }
 
 
-class RedisBloomModuleFilter:
+class RedisBloomModuleFilter(UrlFilter):
     """The same filter on RedisBloom's ``BF.*`` commands, when the server has the module.
 
-    ``BF.ADD`` is itself an atomic test-and-set, and RedisBloom grows by stages (EXPANSION).
+    ``BF.MADD`` is itself an atomic test-and-set, and RedisBloom grows by stages (EXPANSION).
     Not exercised by the tests: the Debian ``redis-server`` has no modules.
     """
 
-    def __init__(
-        self, client: redis.Redis, prefix: str, capacity: int, error_rate: float, growth: int = 2
-    ) -> None:
+    def __init__(self, client: Any, prefix: str, capacity: int, error_rate: float) -> None:
         self.client = client
         self.key = f"{part_base(prefix, 'urls')}:bf"
-        self.capacity, self.error_rate, self.growth = capacity, float(error_rate), growth
-        self.calls = 0
+        self.capacity, self.error_rate = capacity, float(error_rate)
         self._reserved = False
 
     def params(self) -> dict[str, Any]:
@@ -275,61 +256,34 @@ class RedisBloomModuleFilter:
             "impl": "redisbloom",
             "capacity": self.capacity,
             "error_rate": self.error_rate,
-            "growth": self.growth,
+            "growth": GROWTH,
         }
 
-    def _reserve(self) -> None:
-        if self._reserved:
-            return
-        try:
-            self.client.execute_command(
-                "BF.RESERVE", self.key, self.error_rate, self.capacity, "EXPANSION", self.growth
-            )
-        except redis.exceptions.ResponseError as exc:
-            if "exists" not in str(exc).lower():
-                raise
-        self._reserved = True
-
-    def add(self, fingerprint: bytes) -> bool:
-        self._reserve()
-        self.calls += 1
-        return not self.client.execute_command("BF.ADD", self.key, fingerprint)
-
     def add_many(self, fingerprints: Sequence[bytes]) -> list[bool]:
-        self._reserve()
+        if not self._reserved:
+            try:
+                self.client.execute_command(
+                    "BF.RESERVE", self.key, self.error_rate, self.capacity, "EXPANSION", GROWTH
+                )
+            except redis.exceptions.ResponseError as exc:
+                if "exists" not in str(exc).lower():
+                    raise
+            self._reserved = True
         out: list[bool] = []
         for start in range(0, len(fingerprints), BLOOM_BATCH):
-            self.calls += 1
-            added = self.client.execute_command(
-                "BF.MADD", self.key, *fingerprints[start : start + BLOOM_BATCH]
-            )
-            out += [not a for a in added]
+            batch = fingerprints[start : start + BLOOM_BATCH]
+            out += [not added for added in self.client.execute_command("BF.MADD", self.key, *batch)]
         return out
 
     def __contains__(self, fingerprint: bytes) -> bool:
         return bool(self.client.execute_command("BF.EXISTS", self.key, fingerprint))
 
-    def _bf_info(self) -> dict[str, int]:
+    def info(self) -> dict[str, Any]:
         try:
             raw = self.client.execute_command("BF.INFO", self.key)
         except redis.exceptions.ResponseError:
-            return {}
-        pairs = dict(zip(raw[::2], raw[1::2], strict=True)) if isinstance(raw, list) else dict(raw)
-        return {(k.decode() if isinstance(k, bytes) else str(k)): v for k, v in pairs.items()}
-
-    def __len__(self) -> int:
-        return int(self._bf_info().get("Number of items inserted", 0))
-
-    @property
-    def stages(self) -> int:
-        return int(self._bf_info().get("Number of filters", 1))
-
-    @property
-    def size_in_bytes(self) -> int:
-        return int(self._bf_info().get("Size", 0))
-
-    def info(self) -> dict[str, Any]:
-        info = self._bf_info()
+            raw = {}
+        info = _as_dict(raw)
         return {
             "impl": "redisbloom",
             "seen": int(info.get("Number of items inserted", 0)),
@@ -340,54 +294,45 @@ class RedisBloomModuleFilter:
         }
 
 
-def has_bloom_module(client: redis.Redis) -> bool:
+def _as_dict(reply: Any) -> dict[str, Any]:
+    """A reply of field-value pairs (a flat list in RESP2, a map in RESP3), names as str."""
+    pairs = dict(zip(reply[::2], reply[1::2], strict=True)) if isinstance(reply, list) else reply
+    return {_text(k): v for k, v in pairs.items()}
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def has_bloom_module(client: Any) -> bool:
     """Whether the server has RedisBloom loaded (False when MODULE LIST is not allowed)."""
     try:
         modules = client.execute_command("MODULE LIST")
     except redis.exceptions.ResponseError:
         return False
-    for module in modules or ():
-        fields = (
-            module
-            if isinstance(module, dict)
-            else dict(zip(module[::2], module[1::2], strict=True))
-        )
-        name = fields.get(b"name", fields.get("name", b""))
-        if (name.decode() if isinstance(name, bytes) else str(name)).lower() in (
-            "bf",
-            "redisbloom",
-        ):
-            return True
-    return False
+    names = {_text(_as_dict(module).get("name", "")).lower() for module in modules or ()}
+    return bool(names & {"bf", "redisbloom"})
 
 
 def url_filter(
-    client: redis.Redis,
-    prefix: str,
-    capacity: int,
-    error_rate: float,
-    *,
-    use_module: bool | None = None,
+    client: Any, prefix: str, capacity: int, error_rate: float
 ) -> RedisBloomFilter | RedisBloomModuleFilter:
     """The crawl's URL filter: the one its meta names, else RedisBloom if loaded, else bitmaps."""
     recorded = client.hget(f"{key_base(prefix)}:meta", "urls")
-    if use_module is None:
-        if recorded is not None:
-            use_module = json.loads(recorded).get("impl") == "redisbloom"
-        else:
-            use_module = has_bloom_module(client)
-    if use_module:
-        return RedisBloomModuleFilter(client, prefix, capacity, error_rate)
-    return RedisBloomFilter(client, prefix, capacity, error_rate)
+    if recorded is None:
+        module = has_bloom_module(client)
+    else:
+        module = json.loads(recorded).get("impl") == "redisbloom"
+    cls = RedisBloomModuleFilter if module else RedisBloomFilter
+    return cls(client, prefix, capacity, error_rate)
 
 
-def clear_url_filter(client: redis.Redis, prefix: str) -> int:
+def clear_url_filter(client: Any, prefix: str) -> int:
     """Delete the crawl's URL filter (every stage and bitmap, or the RedisBloom key) and its
     recorded parameters; the content indexes stay. Returns the number of keys deleted."""
-    base, urls = key_base(prefix), part_base(prefix, "urls")
-    keys = [urls.encode(), *client.scan_iter(match=glob_escape(urls) + ":*", count=1000)]
-    deleted = 0
-    for start in range(0, len(keys), 500):
-        deleted += unlink_keys(client, keys[start : start + 500])
-    client.hdel(f"{base}:meta", "urls")
+    urls = part_base(prefix, "urls")
+    deleted = unlink(
+        client, [urls.encode(), *client.scan_iter(match=f"{glob_escape(urls)}:*", count=1000)]
+    )
+    client.hdel(f"{key_base(prefix)}:meta", "urls")
     return deleted
