@@ -17,9 +17,13 @@ from scrapy_neardup.middlewares import (
 )
 from scrapy_neardup.pipeline import NearDupPipeline
 from scrapy_neardup.start import refuse_start
+from scrapy_neardup.state import NearDupState
 
 SCRAPY_DEFAULT_DUPEFILTER = "scrapy.dupefilters.RFPDupeFilter"
 
+# The crawl's state, which every component gets from the crawler (any order: it is built
+# before them all).
+STATE_PRIORITY = 0
 # Early in every chain: URLs are dropped before other middlewares spend time on them, and
 # near-duplicates before pipelines store or download anything for them.
 URL_FILTER_PRIORITY = 50
@@ -32,7 +36,8 @@ LINK_BATCH_PRIORITY = 5
 
 
 class Addon:
-    """Wires the dupefilter, the middlewares and the pipeline into a crawler's settings.
+    """Wires the dupefilter, the middlewares and the pipeline into a crawler's settings,
+    and their one state (:class:`~scrapy_neardup.state.NearDupState`) as an extension.
 
     A ``DUPEFILTER_CLASS`` the project chose (e.g. scrapy-redis's) is left alone: the
     downloader middleware then does the URL filtering on its own. With
@@ -55,6 +60,7 @@ class Addon:
     def _update_settings(self, settings: BaseSettings) -> None:
         if not enabled(settings):
             return
+        settings.set_in_component_priority_dict("EXTENSIONS", NearDupState, STATE_PRIORITY)
         url_filter = bool_setting(settings, "NEARDUP_URL_FILTER", True)
         if url_filter and settings.get("DUPEFILTER_CLASS") in (
             SCRAPY_DEFAULT_DUPEFILTER,

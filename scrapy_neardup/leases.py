@@ -21,7 +21,7 @@ from typing import Any
 from scrapy_neardup.exceptions import StorageError
 from scrapy_neardup.feeds import sync_feeds
 from scrapy_neardup.meta import LEASE_META, RECOVERED_META
-from scrapy_neardup.state import NearDupState
+from scrapy_neardup.state import crawl_state
 from scrapy_neardup.twisted_futures import call_every
 
 try:
@@ -166,7 +166,7 @@ class LeasingScheduler(Scheduler):
         return scheduler
 
     def open(self, spider: Any) -> Any:
-        state = NearDupState.from_crawler(self.crawler)
+        state = crawl_state(self.crawler)
         self._state = state
         self._done: list[str] = []
         self._sync_failed = False

@@ -9,9 +9,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter, is_item
+from scrapy.dupefilters import RFPDupeFilter
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request, TextResponse
+from scrapy.utils.deprecate import method_is_overridden
 from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import load_object
 from w3lib.url import safe_url_string
 
 from scrapy_neardup.exceptions import InvalidURL
@@ -23,7 +26,13 @@ from scrapy_neardup.meta import (
     PARENT_META,
     RECOVERED_META,
 )
-from scrapy_neardup.state import NearDupState, PageText, PendingPage, freeze_startup_objects
+from scrapy_neardup.state import (
+    NearDupState,
+    PageText,
+    PendingPage,
+    crawl_state,
+    freeze_startup_objects,
+)
 from scrapy_neardup.state.redis import UncheckedItem
 from scrapy_neardup.twisted_futures import call_soon
 from scrapy_neardup.urls import site_of
@@ -96,7 +105,7 @@ class UrlFilterMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UrlFilterMiddleware:
-        state = NearDupState.from_crawler(crawler)
+        state = crawl_state(crawler)
         if not (state.config.enabled and state.config.url_filter):
             raise NotConfigured("NEARDUP_URL_FILTER is off")
         return cls(state, state.config.check_canonical)
@@ -262,7 +271,7 @@ class PageTextMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageTextMiddleware:
-        state = NearDupState.from_crawler(crawler)
+        state = crawl_state(crawler)
         if not (state.config.enabled and state.config.extract):
             raise NotConfigured("NEARDUP_EXTRACT is off")
         return cls(state)
@@ -366,21 +375,20 @@ class FrontierMiddleware:
     handler has written it, whatever the handlers' order.
     """
 
-    def __init__(self, state: NearDupState) -> None:
+    def __init__(self, state: NearDupState, crawler: Crawler) -> None:
         self.state = state
-        self.crawler: Any = None
+        self.crawler = crawler
         self._outputs: dict[int, _Output] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierMiddleware:
         from scrapy import signals
 
-        state = NearDupState.from_crawler(crawler)
+        state = crawl_state(crawler)
         config = state.config
         if not (config.enabled and config.url_filter and config.state_dir):
             raise NotConfigured  # no message: Scrapy would warn on every crawl without JOBDIR
-        mw = cls(state)
-        mw.crawler = crawler
+        mw = cls(state, crawler)
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             crawler.signals.connect(mw._item_done, signal=signal)
         return mw
@@ -551,7 +559,9 @@ class LinkBatchMiddleware:
     end (at most :data:`LINK_BATCH`, keeping its order), test-and-sets their keys in one call
     off the reactor thread, and leaves each answer in its request for the dupefilter, which
     still filters. ``dont_filter`` and ``neardup_skip`` requests are left alone; in an outage
-    requests go on unanswered. Off (NotConfigured) with a local state.
+    requests go on unanswered. Off (NotConfigured) with a local state, and unless
+    :func:`_takes_answers` (another ``DUPEFILTER_CLASS``: UrlFilterMiddleware checks each
+    request).
     """
 
     def __init__(self, state: NearDupState) -> None:
@@ -559,10 +569,12 @@ class LinkBatchMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LinkBatchMiddleware:
-        state = NearDupState.from_crawler(crawler)
+        state = crawl_state(crawler)
         config = state.config
         if not (config.enabled and config.url_filter and state.remote):
             raise NotConfigured  # no message: Scrapy would warn on every local crawl
+        if not _takes_answers(crawler.settings["DUPEFILTER_CLASS"]):
+            raise NotConfigured("DUPEFILTER_CLASS is not NearDupDupeFilter")
         return cls(state)
 
     async def process_spider_output(
@@ -587,9 +599,6 @@ class LinkBatchMiddleware:
                 yield request
 
     async def _answer(self, requests: list[Request]) -> None:
-        dupefilter = self.state.dupefilter
-        if dupefilter is None:
-            return  # another DUPEFILTER_CLASS: UrlFilterMiddleware checks each request
         asked: list[Request] = []
         keys: list[bytes] = []
         for request in requests:
@@ -597,7 +606,7 @@ class LinkBatchMiddleware:
             if request.dont_filter or meta.get("neardup_skip") or RECOVERED_META in meta:
                 continue
             try:
-                keys.append(dupefilter.request_key(request))
+                keys.append(self.state.request_key(request))
             except Exception:  # an invalid URL, a fingerprinter that fails on it
                 continue  # left to the dupefilter, which counts or raises it as before
             asked.append(request)
@@ -624,6 +633,18 @@ class LinkBatchMiddleware:
             if seen and was_held:
                 frontier.release(key)
         self.state.inc("neardup/urls/batched", len(asked))
+
+
+#: The dupefilter that takes the answers LinkBatchMiddleware leaves in requests.
+NEARDUP_DUPEFILTER = "scrapy_neardup.dupefilter.NearDupDupeFilter"
+
+
+def _takes_answers(dupefilter: Any) -> bool:
+    """Whether ``DUPEFILTER_CLASS`` is NearDupDupeFilter or a subclass that keys requests as
+    the state does (it overrides no ``request_fingerprint()``)."""
+    cls = load_object(dupefilter)
+    ours = any(f"{c.__module__}.{c.__qualname__}" == NEARDUP_DUPEFILTER for c in cls.__mro__)
+    return ours and not method_is_overridden(cls, RFPDupeFilter, "request_fingerprint")
 
 
 __all__ = [

@@ -10,7 +10,7 @@ import scrapy
 from scrapy.utils.test import get_crawler
 
 from scrapy_neardup.exceptions import ConfigError, StateError
-from scrapy_neardup.state import FileState, NearDupState
+from scrapy_neardup.state import FileState, NearDupState, crawl_state
 from scrapy_neardup.storage.statedb import STATE_FILE
 from scrapy_neardup.urls import url_fingerprint
 
@@ -27,11 +27,24 @@ class CountingState(FileState):
 
 def test_an_import_path_names_the_state_class() -> None:
     crawler = get_crawler(settings_dict={"NEARDUP_STORAGE": f"{__name__}.CountingState"})
-    state = NearDupState.from_crawler(crawler)
+    state = crawl_state(crawler)
     assert type(state) is CountingState
-    assert NearDupState.from_crawler(crawler) is state  # one per crawler
+    assert crawl_state(crawler) is state  # one per crawler
     assert not state.url_seen("https://example.com/a") and state.url_seen("https://example.com/a")
     assert CountingState.asked == 2
+    state.close()
+
+
+def test_with_the_addon_the_state_is_the_crawlers_extension() -> None:
+    """Every component gets the extension the Addon lists; nothing is made beside it."""
+    from scrapy.utils.misc import build_from_crawler
+
+    from scrapy_neardup import Addon, NearDupPipeline
+
+    crawler = get_crawler(settings_dict={"ADDONS": {Addon: 500}, "NEARDUP_WORKERS": 0})
+    state = crawler.get_extension(NearDupState)
+    assert isinstance(state, FileState) and crawl_state(crawler) is state
+    assert build_from_crawler(NearDupPipeline, crawler).state is state
     state.close()
 
 

@@ -1,4 +1,4 @@
-"""One crawl's state, shared by every component of one crawler.
+"""One crawl's state, shared by every component of one crawler (:func:`crawl_state`).
 
 :class:`NearDupState` is the interface; ``NEARDUP_STORAGE`` chooses the implementation, as
 Scrapy's ``HTTPCACHE_STORAGE`` chooses its cache storage: :class:`FileState`
@@ -13,6 +13,7 @@ from scrapy_neardup.state.base import (
     NearDupState,
     PageText,
     PendingPage,
+    crawl_state,
     freeze_startup_objects,
     make_state,
     state_class,
@@ -24,6 +25,7 @@ __all__ = [
     "NearDupState",
     "PageText",
     "PendingPage",
+    "crawl_state",
     "freeze_startup_objects",
     "make_state",
     "state_class",

@@ -1,8 +1,9 @@
-"""The state interface every implementation shares: one per crawler, reached by every component.
+"""The state interface every implementation shares: one per crawler, a Scrapy extension.
 
 Promises: the dupefilter, the middlewares and the pipeline of one crawler reach the same state
-(:meth:`NearDupState.from_crawler`), so a URL recorded by one is known to the others and page
-text found by the spider middleware reaches the pipeline. ``NEARDUP_STORAGE`` picks the
+(:func:`crawl_state`: the crawler's extension, which the Addon lists in ``EXTENSIONS``), so a
+URL recorded by one is known to the others and page text found by the spider middleware
+reaches the pipeline. ``NEARDUP_STORAGE`` picks the
 implementation, as ``HTTPCACHE_STORAGE`` does: ``"memory"`` (:class:`FileState`, journaled to
 files when there is a state directory), ``"redis"``, or a subclass's import path. An
 implementation provides ``open()``, ``close()``, ``key_seen()``, ``clear_urls()`` and a
@@ -16,11 +17,11 @@ import functools
 import gc
 import logging
 import time
-import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.utils.request import RequestFingerprinter
 from xxhash import xxh3_128_digest
 
@@ -122,8 +123,6 @@ class NearDupState:
     frontier: Any = None
     #: The state directory (scrapy_neardup.state.directory), where the storage keeps one.
     directory: Any = None
-    #: The crawl's NearDupDupeFilter once open (None when DUPEFILTER_CLASS is another).
-    dupefilter: Any = None
     #: Whether checks reach a server: components then await the async forms of the checks
     #: (:meth:`key_seen_async`, :meth:`check_item`) rather than call the synchronous ones.
     remote = False
@@ -175,34 +174,25 @@ class NearDupState:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupState:
-        """The crawler's state, made (from its settings, by ``NEARDUP_STORAGE``) on first use."""
-        state = _STATES.get(crawler)
-        if state is None:
-            from scrapy import signals
-
-            try:
-                config = NearDupConfig.from_settings(crawler.settings)
-                for name, close in unknown_settings(crawler.settings):
-                    hint = f"; did you mean {close}?" if close else ""
-                    logger.warning("scrapy-neardup: %s is not a setting of ours%s", name, hint)
-                state = state_class(config.storage)(
-                    config,
-                    crawler.stats,
-                    crawler=crawler,
-                    key_prefix=getattr(crawler.spidercls, "name", None),
-                )
-            except NearDupError as exc:
-                refuse_start(exc)
-                raise
-            _STATES[crawler] = state
+        """A new state for ``crawler``, of the class ``NEARDUP_STORAGE`` names, closed at
+        ``spider_closed``: how Scrapy builds the extension. Components use
+        :func:`crawl_state`, which finds the crawler's one state."""
+        try:
+            config = NearDupConfig.from_settings(crawler.settings)
+            for name, close in unknown_settings(crawler.settings):
+                hint = f"; did you mean {close}?" if close else ""
+                logger.warning("scrapy-neardup: %s is not a setting of ours%s", name, hint)
+            spider = getattr(crawler.spidercls, "name", None)
+            state = state_class(config.storage)(
+                config, crawler.stats, crawler=crawler, key_prefix=spider
+            )
             crawler.signals.connect(state.close, signal=signals.spider_closed)
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
                 crawler.signals.connect(state.forget, signal=signal)
-            try:
-                state.built()
-            except NearDupError as exc:
-                refuse_start(exc)
-                raise
+            state.built()  # e.g. saved state loaded: a StateError stops the start here
+        except NearDupError as exc:
+            refuse_start(exc)
+            raise
         return state
 
     def _prepare_checks(self) -> None:
@@ -220,7 +210,7 @@ class NearDupState:
         future.add_done_callback(adopted)
 
     def built(self) -> None:
-        """Called once the state is registered for its crawler (e.g. to load saved state)."""
+        """Called once the state is made for its crawler (e.g. to load saved state)."""
 
     def open(self) -> None:
         """Load saved state (once). Raises StateError when it cannot be used."""
@@ -336,7 +326,7 @@ class NearDupState:
         anything else (a method, a body, a project's fingerprinter) is the fingerprinter's
         answer for the request with its canonical URL.
         """
-        config = self.config  # the filter's hot path: canonical() inlined
+        config = self.config
         if fingerprinter is None:
             fingerprinter = getattr(self.crawler, "request_fingerprinter", None)
         url = request.url
@@ -347,19 +337,11 @@ class NearDupState:
         )
         if plain:
             return _url_key(url, config.strip_params, config.strip_trailing_slash)
-        canonical = canonical_url(
-            url,
-            strip_params=config.strip_params,
-            strip_trailing_slash=config.strip_trailing_slash,
-        )
+        canonical = self.canonical(url)
         if canonical != url:
             request = request.replace(url=canonical)
         # 0xff never starts UTF-8 text, so these keys never equal a URL's fingerprint.
         return xxh3_128_digest(b"\xff" + fingerprinter.fingerprint(request))
-
-    @property
-    def fingerprinter(self) -> Any:
-        return getattr(self.crawler, "request_fingerprinter", None)
 
     def url_seen(self, url: str) -> bool:
         """Test and set of a URL (a GET of it): True if it was (probably) seen before."""
@@ -501,7 +483,24 @@ def freeze_startup_objects() -> None:
     gc.freeze()
 
 
-_STATES: weakref.WeakKeyDictionary[Any, NearDupState] = weakref.WeakKeyDictionary()
+#: A signal of a crawler's own: the state made for components wired by hand (no extension)
+#: answers it with itself.
+STATE_WANTED = object()
+
+
+def crawl_state(crawler: Crawler) -> NearDupState:
+    """The crawler's one state: its :class:`NearDupState` extension (the Addon lists it in
+    ``EXTENSIONS``). Components wired by hand without it share the state the first of them
+    made, which answers :data:`STATE_WANTED` on the crawler's signals."""
+    state = crawler.get_extension(NearDupState)
+    if state is not None:
+        return state
+    for _, answer in crawler.signals.send_catch_log(STATE_WANTED):
+        if isinstance(answer, NearDupState):
+            return answer
+    made = NearDupState.from_crawler(crawler)
+    crawler.signals.connect(lambda: made, signal=STATE_WANTED, weak=False)
+    return made
 
 
 def repeat_key(key: str, n: int) -> str:
