@@ -67,11 +67,11 @@ class NearDupDupeFilter(RFPDupeFilter):
         Scrapy's default one, no stats. In a crawl, :meth:`from_crawler` shares the crawler's
         state with the other components instead."""
         from scrapy_neardup.config import NearDupConfig
-        from scrapy_neardup.state import make_state
+        from scrapy_neardup.state import state_class
 
         config = NearDupConfig.from_settings(settings)
         debug = settings.getbool("DUPEFILTER_DEBUG") or config.debug
-        return cls(make_state(config), debug, fingerprinter=fingerprinter)
+        return cls(state_class(config.storage)(config), debug, fingerprinter=fingerprinter)
 
     def open(self) -> None:
         self.state.attach(self)

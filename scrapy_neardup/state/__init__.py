@@ -11,11 +11,7 @@ from __future__ import annotations
 
 from scrapy_neardup.state.base import (
     NearDupState,
-    PageText,
-    PendingPage,
     crawl_state,
-    freeze_startup_objects,
-    make_state,
     state_class,
 )
 from scrapy_neardup.state.files import FileState
@@ -23,10 +19,6 @@ from scrapy_neardup.state.files import FileState
 __all__ = [
     "FileState",
     "NearDupState",
-    "PageText",
-    "PendingPage",
     "crawl_state",
-    "freeze_startup_objects",
-    "make_state",
     "state_class",
 ]

@@ -1,40 +1,23 @@
-"""The URL filter as a downloader middleware, and the spider middleware that finds page text."""
+"""The URL filter as a downloader middleware, and the batched checks of a page's links."""
 
 from __future__ import annotations
 
 import logging
 import re
 from collections.abc import AsyncIterator, Coroutine, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from itemadapter import ItemAdapter, is_item
 from scrapy.dupefilters import RFPDupeFilter
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request, TextResponse
 from scrapy.utils.deprecate import method_is_overridden
-from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 from w3lib.url import safe_url_string
 
 from scrapy_neardup.exceptions import InvalidURL
-from scrapy_neardup.extraction import Extracted
-from scrapy_neardup.meta import (
-    ANSWERED_META,
-    CHECKED_META,
-    FRONTIER_META,
-    PARENT_META,
-    RECOVERED_META,
-)
-from scrapy_neardup.state import (
-    NearDupState,
-    PageText,
-    PendingPage,
-    crawl_state,
-    freeze_startup_objects,
-)
-from scrapy_neardup.state.redis import UncheckedItem
-from scrapy_neardup.twisted_futures import call_soon
+from scrapy_neardup.meta import ANSWERED_META, CHECKED_META, RECOVERED_META
+from scrapy_neardup.state import NearDupState, crawl_state
 from scrapy_neardup.urls import site_of
 
 if TYPE_CHECKING:
@@ -247,303 +230,8 @@ def _same_site(url: str, other: str) -> bool:
 
 
 def _is_root(url: str) -> bool:
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     return parts.path in ("", "/") and not parts.query
-
-
-class PageTextMiddleware:
-    """Finds the main text of the page each item came from, so the pipeline can compare it.
-
-    Extraction (and signing) runs in worker processes and only for responses that yield an
-    item without ``NEARDUP_TEXT_FIELD``. When one response yields several items, only the
-    first is given the page's text: the others are different records of one page, which
-    page text cannot tell apart (give them a text field instead).
-
-    Set by :class:`~scrapy_neardup.addon.Addon`; by hand:
-    ``SPIDER_MIDDLEWARES = {"scrapy_neardup.PageTextMiddleware": 50}``.
-    """
-
-    def __init__(self, state: NearDupState) -> None:
-        self.state = state
-        self.config = state.config
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> PageTextMiddleware:
-        state = crawl_state(crawler)
-        if not (state.config.enabled and state.config.extract):
-            raise NotConfigured("NEARDUP_EXTRACT is off")
-        return cls(state)
-
-    def _has_text_field(self, item: Any) -> bool:
-        field = self.config.text_field
-        return bool(field) and bool(ItemAdapter(item).get(field))
-
-    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """Nothing waits here: the extraction workers start when the first page needs them."""
-        self.state.open()
-        if self.config.gc_freeze:
-            freeze_startup_objects()
-        async for obj in start:
-            yield obj
-
-    async def process_spider_output(
-        self, response: Response, result: AsyncIterator[Any], spider: Any = None
-    ) -> AsyncIterator[Any]:
-        given = False
-        async for obj in result:
-            if (
-                not isinstance(obj, Request)  # most of a CrawlSpider's output: no is_item()
-                and is_item(obj)
-                and not self._has_text_field(obj)
-                and not response.meta.get("neardup_skip")
-            ):
-                if not given:
-                    given = True
-                    # Not awaited here: the pipeline waits for the text, and the rest of
-                    # this output (a CrawlSpider yields the page's links after its item)
-                    # reaches the scheduler meanwhile.
-                    pending = self.start_page_text(response)
-                    if pending is not None:
-                        self.state.register(obj, pending)
-                else:
-                    self.state.inc("neardup/skipped/extra_item")
-            yield obj
-
-    async def page_text(self, response: Response) -> PageText | None:
-        """Text and signatures of a response, from the cache or a worker; None for no text."""
-        pending = self.start_page_text(response)
-        return await pending.result() if pending is not None else None
-
-    def start_page_text(self, response: Response) -> PendingPage | None:
-        """The extraction of ``response``, started (inline with ``NEARDUP_WORKERS = 0``); None
-        when it has no text to read (not text, over ``NEARDUP_MAX_BODY_BYTES``)."""
-        body = response.body
-        if not isinstance(response, TextResponse):
-            self.state.inc("neardup/skipped/not_text")
-            return None
-        if len(body) > self.config.max_body_bytes:
-            self.state.inc("neardup/skipped/too_large")
-            logger.info(
-                "scrapy-neardup: %s is %d bytes, over NEARDUP_MAX_BODY_BYTES; not checked",
-                response.url,
-                len(body),
-            )
-            return None
-        extractor = self.state.extractor
-        digest, found = extractor.cached(body)
-        pending = PendingPage(self.state, response.url, digest)
-        if found is not None:
-            self.state.inc("neardup/extract/cache_hit")
-            pending.found = found
-            return pending
-        running = extractor.in_flight(digest)
-        if running is not None:  # a copy of a page being read now: its reading, once
-            self.state.inc("neardup/extract/cache_hit")
-            pending.future = running
-            return pending
-        try:
-            pending.future = extractor.submit_extract(body, response.url, response.encoding)
-        except Exception as exc:  # no worker could start, or the inline reading failed
-            self.state.inc("neardup/extract/errors")
-            logger.warning("scrapy-neardup: extraction failed for %s: %r", response.url, exc)
-            return None
-        extractor.track(digest, pending.future)
-        return pending
-
-
-@dataclass
-class _Output:
-    """A response whose spider output is being processed: items not yet at their end."""
-
-    response: Any
-    items: int = 0
-    finished: bool = False
-    #: An item of it was dropped unchecked (UncheckedItem): its request is queued again.
-    unchecked: bool = False
-
-
-class FrontierMiddleware:
-    """Tells the :class:`~scrapy_neardup.frontier.Frontier` when a request is done, and
-    schedules again, at start, the requests a crashed run had queued.
-
-    A request is done when its spider output was consumed to the end and every item in it
-    was scraped, dropped or failed; the frontier writes it done once the items are durable in
-    the feed files. Next to the engine (order 10), it sees the spider's final output. An item
-    ends one reactor turn after its signal, when the FeedExporter's own ``item_scraped``
-    handler has written it, whatever the handlers' order.
-    """
-
-    def __init__(self, state: NearDupState, crawler: Crawler) -> None:
-        self.state = state
-        self.crawler = crawler
-        self._outputs: dict[int, _Output] = {}
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> FrontierMiddleware:
-        from scrapy import signals
-
-        state = crawl_state(crawler)
-        config = state.config
-        if not (config.enabled and config.url_filter and config.state_dir):
-            raise NotConfigured  # no message: Scrapy would warn on every crawl without JOBDIR
-        mw = cls(state, crawler)
-        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
-            crawler.signals.connect(mw._item_done, signal=signal)
-        return mw
-
-    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """The requests a crashed run left pending, then the spider's start. A recorded
-        request is of a scheme the crawl could have made: ``http``, ``https``, or one of the
-        spider's own start requests (those of another wait for the start to end; a state
-        directory is data, and a crafted ``file://`` request must not be crawled)."""
-        self.state.open()
-        frontier = self.state.frontier
-        waiting: list[Request] = []
-        if frontier is not None:
-            for request in frontier.recover(self.crawler.spider):
-                if urlparse_cached(request).scheme in WEB_SCHEMES:
-                    yield request
-                else:
-                    waiting.append(request)
-        schemes = set(WEB_SCHEMES)
-        check = _StartCheck(self.state) if self._shared_and_fresh() else None
-        async for obj in start:
-            if isinstance(obj, Request):
-                schemes.add(urlparse_cached(obj).scheme)
-                if check is not None:
-                    await check.see(obj)
-            yield obj
-        if check is not None:
-            check.done()
-        for request in waiting:
-            if urlparse_cached(request).scheme in schemes:
-                yield request
-            else:
-                self.state.inc("neardup/frontier/refused")
-                logger.warning(
-                    "scrapy-neardup: a recorded request for %s is not crawled: no start "
-                    "request of this spider is of its scheme (counted in "
-                    "neardup/frontier/refused)",
-                    request.url,
-                )
-
-    def _shared_and_fresh(self) -> bool:
-        """A new JOBDIR on a shared URL filter (Redis)."""
-        directory = self.state.directory
-        return self.state.remote and directory is not None and directory.fresh
-
-    async def process_spider_output(
-        self, response: Response, result: AsyncIterator[Any], spider: Any = None
-    ) -> AsyncIterator[Any]:
-        request = response.request
-        frontier = self.state.frontier
-        meta = request.meta if request is not None and frontier is not None else None
-        parent = meta.get(FRONTIER_META) if meta else None
-        if not parent:
-            # Not journaled. If the frontier kept the request that yielded it pending (it
-            # could not journal this one), that request answers for what this one yields.
-            anchor = meta.get(PARENT_META) if meta else None
-            if anchor and frontier.pinned(anchor):
-                async for obj in result:
-                    if isinstance(obj, Request):
-                        obj.meta[PARENT_META] = anchor
-                    yield obj
-                return
-            async for obj in result:
-                yield obj
-            return
-        assert meta is not None and request is not None  # parent is read from request.meta
-        output = self._outputs.setdefault(id(response), _Output(response))
-        recovered = meta.get(RECOVERED_META) == request.url
-        try:
-            async for obj in result:
-                if isinstance(obj, Request):
-                    # The frontier keeps this request pending if it cannot journal that one.
-                    child = obj.meta
-                    child[PARENT_META] = parent
-                    if child.get(FRONTIER_META) == parent:  # response.meta copied into it
-                        del child[FRONTIER_META]  # (taken for a redirect, it would be done)
-                elif is_item(obj):
-                    output.items += 1
-                    if recovered:
-                        frontier.recovered_items[id(obj)] = obj
-                yield obj
-        except Exception:
-            self._finish(output)  # the callback failed: Scrapy will not call it again
-            raise
-        self._finish(output)
-
-    def _item_done(self, item: Any = None, response: Any = None, *args: Any, **kwargs: Any) -> None:
-        if self.state.frontier is not None:
-            self.state.frontier.recovered_items.pop(id(item), None)
-        unchecked = isinstance(kwargs.get("exception"), UncheckedItem)
-        call_soon(self._item_ended, response, unchecked)
-
-    def _item_ended(self, response: Any, unchecked: bool = False) -> None:
-        output = self._outputs.get(id(response)) if response is not None else None
-        if output is not None and output.response is response:
-            output.items -= 1
-            output.unchecked |= unchecked
-            if output.finished and output.items <= 0:
-                self._done(output)
-
-    def _finish(self, output: _Output) -> None:
-        output.finished = True
-        if output.items <= 0:
-            self._done(output)
-
-    def _done(self, output: _Output) -> None:
-        self._outputs.pop(id(output.response), None)
-        if output.unchecked:
-            return  # pending: a crash re-queues it (a clean close: Scrapy's queue holds it)
-        if self.state.frontier is not None and output.response.request is not None:
-            self.state.frontier.done(output.response.request)
-
-
-#: The schemes of a recorded request crawled again after a crash without a start request of
-#: its scheme.
-WEB_SCHEMES = frozenset(("http", "https"))
-#: Start requests looked up in a shared URL filter at the start of a new JOBDIR.
-START_CHECKED = 10
-
-
-class _StartCheck:
-    """Whether the first start requests of a new JOBDIR are all in the shared URL filter
-    already: an earlier crawl with the same prefix recorded them, and this one would crawl
-    little or nothing. One WARNING names the prefix."""
-
-    def __init__(self, state: NearDupState) -> None:
-        self.state = state
-        self.checked = 0
-        self.all_known = True
-
-    async def see(self, request: Request) -> None:
-        if not self.all_known or self.checked >= START_CHECKED:
-            return
-        try:
-            key = self.state.request_key(request)
-        except InvalidURL:
-            return
-        known = await self.state.keys_known([key])
-        self.checked += 1
-        self.all_known = bool(known and known[0])
-        if self.checked == START_CHECKED:
-            self.done()
-
-    def done(self) -> None:
-        if self.all_known and self.checked:
-            self.all_known = False  # warned once
-            logger.warning(
-                "scrapy-neardup: this JOBDIR is new, but the URL filter in Redis under prefix "
-                "%r holds its start URLs already: an earlier crawl with that prefix recorded "
-                "them, and the pages it reached are not crawled again. For a new crawl, set "
-                "another NEARDUP_KEY_PREFIX, or delete that crawl's keys (scrapy neardup-stats "
-                "--redis-url URL --key-prefix %s --reset)",
-                self.state.key_prefix,
-                self.state.key_prefix,
-            )
 
 
 #: Requests per round trip at most (the Redis URL filter's script takes 1,000 per call).
@@ -645,13 +333,3 @@ def _takes_answers(dupefilter: Any) -> bool:
     cls = load_object(dupefilter)
     ours = any(f"{c.__module__}.{c.__qualname__}" == NEARDUP_DUPEFILTER for c in cls.__mro__)
     return ours and not method_is_overridden(cls, RFPDupeFilter, "request_fingerprint")
-
-
-__all__ = [
-    "Extracted",
-    "FrontierMiddleware",
-    "LinkBatchMiddleware",
-    "PageTextMiddleware",
-    "UrlFilterMiddleware",
-    "find_canonical",
-]
