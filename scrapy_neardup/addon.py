@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from scrapy.dupefilters import RFPDupeFilter
 from scrapy.settings import BaseSettings
+from scrapy.utils.misc import load_object
 
 from scrapy_neardup.config import bool_setting, enabled
 from scrapy_neardup.dupefilter import NearDupDupeFilter
@@ -18,8 +18,6 @@ from scrapy_neardup.middlewares import (
 from scrapy_neardup.pipeline import NearDupPipeline
 from scrapy_neardup.start import refuse_start
 from scrapy_neardup.state import NearDupState
-
-SCRAPY_DEFAULT_DUPEFILTER = "scrapy.dupefilters.RFPDupeFilter"
 
 # The crawl's state, which every component gets from the crawler (any order: it is built
 # before them all).
@@ -60,30 +58,13 @@ class Addon:
     def _update_settings(self, settings: BaseSettings) -> None:
         if not enabled(settings):
             return
-        settings.set_in_component_priority_dict("EXTENSIONS", NearDupState, STATE_PRIORITY)
-        url_filter = bool_setting(settings, "NEARDUP_URL_FILTER", True)
-        if url_filter and settings.get("DUPEFILTER_CLASS") in (
-            SCRAPY_DEFAULT_DUPEFILTER,
-            _path(NearDupDupeFilter),
-        ):
-            settings.set("DUPEFILTER_CLASS", NearDupDupeFilter, "addon")
-        if url_filter:
-            settings.set_in_component_priority_dict(
-                "DOWNLOADER_MIDDLEWARES", UrlFilterMiddleware, URL_FILTER_PRIORITY
-            )
-            settings.set_in_component_priority_dict(
-                "SPIDER_MIDDLEWARES", FrontierMiddleware, FRONTIER_PRIORITY
-            )
-            settings.set_in_component_priority_dict(
-                "SPIDER_MIDDLEWARES", LinkBatchMiddleware, LINK_BATCH_PRIORITY
-            )
-        settings.set_in_component_priority_dict(
-            "SPIDER_MIDDLEWARES", PageTextMiddleware, PAGE_TEXT_PRIORITY
-        )
-        settings.set_in_component_priority_dict(
-            "ITEM_PIPELINES", NearDupPipeline, PIPELINE_PRIORITY
-        )
-
-
-def _path(cls: Any) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+        wire = settings.set_in_component_priority_dict
+        wire("EXTENSIONS", NearDupState, STATE_PRIORITY)
+        if bool_setting(settings, "NEARDUP_URL_FILTER", True):
+            if load_object(settings["DUPEFILTER_CLASS"]) in (RFPDupeFilter, NearDupDupeFilter):
+                settings.set("DUPEFILTER_CLASS", NearDupDupeFilter, "addon")
+            wire("DOWNLOADER_MIDDLEWARES", UrlFilterMiddleware, URL_FILTER_PRIORITY)
+            wire("SPIDER_MIDDLEWARES", FrontierMiddleware, FRONTIER_PRIORITY)
+            wire("SPIDER_MIDDLEWARES", LinkBatchMiddleware, LINK_BATCH_PRIORITY)
+        wire("SPIDER_MIDDLEWARES", PageTextMiddleware, PAGE_TEXT_PRIORITY)
+        wire("ITEM_PIPELINES", NearDupPipeline, PIPELINE_PRIORITY)

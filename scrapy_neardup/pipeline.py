@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter, is_item
 from scrapy.exceptions import DropItem, NotConfigured
 
+from scrapy_neardup.components import component_enabled
 from scrapy_neardup.deduplicator import Signed, Verdict
 from scrapy_neardup.extraction import PageLimitError
 from scrapy_neardup.state import NearDupState, crawl_state
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FIRST_LOGGED = 5
-#: Checked by import path, so that this module need not import the middlewares.
+#: Loaded by path, on use: this module does not import the middlewares.
 PAGE_TEXT_MIDDLEWARE = "scrapy_neardup.middlewares.PageTextMiddleware"
 
 
@@ -60,7 +61,11 @@ class NearDupPipeline:
         state = crawl_state(crawler)
         if not state.config.enabled:
             raise NotConfigured("NEARDUP_ENABLED is off")
-        if not state.config.text_field and not _page_text_enabled(crawler):
+        config = state.config
+        page_text = config.extract and component_enabled(
+            crawler.settings, "SPIDER_MIDDLEWARES", PAGE_TEXT_MIDDLEWARE
+        )
+        if not config.text_field and not page_text:
             logger.warning(
                 "scrapy-neardup: NearDupPipeline is on but PageTextMiddleware is not, and "
                 "NEARDUP_TEXT_FIELD is not set: items will have no text to compare and will "
@@ -213,13 +218,3 @@ class NearDupPipeline:
                 if self.config.debug or self.logged < FIRST_LOGGED
                 else " - no more duplicates will be shown (see NEARDUP_DEBUG)",
             )
-
-
-def _page_text_enabled(crawler: Crawler) -> bool:
-    from scrapy_neardup.components import component_enabled
-    from scrapy_neardup.config import bool_setting
-
-    settings = crawler.settings
-    return bool_setting(settings, "NEARDUP_EXTRACT", True) and component_enabled(
-        settings, "SPIDER_MIDDLEWARES", PAGE_TEXT_MIDDLEWARE
-    )
