@@ -48,6 +48,22 @@ def test_with_the_addon_the_state_is_the_crawlers_extension() -> None:
     state.close()
 
 
+def test_without_the_extension_components_share_a_state_that_goes_with_them() -> None:
+    """Components wired by hand share the first state made; nothing else keeps it alive."""
+    import gc
+    import weakref
+
+    crawler = get_crawler(settings_dict={"NEARDUP_WORKERS": 0})
+    state = crawl_state(crawler)
+    assert crawler.get_extension(NearDupState) is None and crawl_state(crawler) is state
+    state.close()
+    gone = weakref.ref(state)
+    del state
+    gc.collect()
+    assert gone() is None
+    crawl_state(crawler).close()  # made again for a later component
+
+
 def test_the_aliases_and_the_default() -> None:
     assert type(NearDupState.from_crawler(get_crawler())) is FileState
     crawler = get_crawler(settings_dict={"NEARDUP_STORAGE": "Memory"})

@@ -143,6 +143,10 @@ class NearDupState:
 
         future.add_done_callback(adopted)
 
+    def itself(self) -> NearDupState:
+        """This state (its answer to :data:`STATE_WANTED`)."""
+        return self
+
     def built(self) -> None:
         """Called once the state is made for its crawler (e.g. to load saved state)."""
 
@@ -372,7 +376,7 @@ def state_class(storage: str) -> type[NearDupState]:
 
 
 #: A signal of a crawler's own: the state made for components wired by hand (no extension)
-#: answers it with itself.
+#: answers it with itself while it lives (it holds no reference to the state).
 STATE_WANTED = object()
 
 
@@ -387,7 +391,7 @@ def crawl_state(crawler: Crawler) -> NearDupState:
         if isinstance(answer, NearDupState):
             return answer
     made = NearDupState.from_crawler(crawler)
-    crawler.signals.connect(lambda: made, signal=STATE_WANTED, weak=False)
+    crawler.signals.connect(made.itself, signal=STATE_WANTED)
     return made
 
 
