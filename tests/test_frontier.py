@@ -345,7 +345,7 @@ def test_the_periodic_sync_writes_done_requests_of_an_idle_crawl(tmp_path) -> No
     # engine_started, sent by hand: Scrapy's MemoryUsage would start a loop no crawl ends
     crawler = feed_crawler(tmp_path, feed, NEARDUP_FLUSH_INTERVAL=1.0, MEMUSAGE_ENABLED=False)
     state = NearDupState.from_crawler(crawler)
-    state.sync_clock = clock = Clock()
+    state.directory.sync_clock = clock = Clock()
     crawler.signals.send_catch_log(signals.engine_started)
     state_dir = tmp_path / "job" / "neardup"
     req, fp = request(1)
