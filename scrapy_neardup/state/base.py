@@ -4,10 +4,8 @@ Promises: the dupefilter, the middlewares and the pipeline of one crawler reach 
 (:func:`crawl_state`: the crawler's extension, which the Addon lists in ``EXTENSIONS``), so a
 URL recorded by one is known to the others and page text found by the spider middleware
 reaches the pipeline. ``NEARDUP_STORAGE`` picks the implementation, as ``HTTPCACHE_STORAGE``
-does: ``"memory"`` (:class:`FileState`), ``"redis"``, or a subclass's import path. An
-implementation provides ``open()``, ``close()``, ``key_seen()``, ``clear_urls()`` and a
-``dedup``; a state whose checks reach a server (``remote = True``) runs them off the reactor
-thread. It must not import the Scrapy components. Rationale: ``docs/design.md#layers``.
+does: ``"memory"`` (:class:`FileState`), ``"redis"``, or a subclass's import path. It must not
+import the Scrapy components. Rationale: ``docs/design.md#shared-state``.
 """
 
 from __future__ import annotations
@@ -49,9 +47,10 @@ STORAGE_ALIASES = {
 class NearDupState:
     """URL filter, deduplicator, extractor and the hand-over from middleware to pipeline.
 
-    Subclasses set ``self.dedup`` and ``self.urls`` in ``__init__`` and implement the
-    storage-specific methods below. ``key_prefix`` is the spider's name, used by storages
-    that share state under a prefix when ``NEARDUP_KEY_PREFIX`` is unset.
+    Subclasses set ``self.dedup`` and ``self.urls`` in ``__init__`` and implement ``_open()``,
+    ``_close()``, ``key_seen()`` and ``clear_urls()``; a state whose checks reach a server
+    (``remote = True``) runs them off the reactor thread. ``key_prefix``, the spider's name,
+    prefixes a shared storage's keys when ``NEARDUP_KEY_PREFIX`` is unset.
     """
 
     #: The recorded crawl frontier (scrapy_neardup.frontier), where the storage keeps one.
@@ -186,13 +185,11 @@ class NearDupState:
     def stop_crawl(self, reason: str) -> None:
         """Close the crawler's spider with ``reason`` as its finish reason (once; nothing
         without a running engine, or once the state is closed)."""
-        if self._closed or self._stopping_with is not None:
-            return
         try:  # Scrapy 2.14+ raises RuntimeError until the crawl starts; 2.13 has None
             engine = self.crawler.engine
         except (AttributeError, RuntimeError):  # no crawler, or no engine yet
             return
-        if not getattr(engine, "running", False):
+        if self._closed or self._stopping_with is not None or not getattr(engine, "running", False):
             return
         self._stopping_with = reason
         if hasattr(engine, "close_spider_async"):
