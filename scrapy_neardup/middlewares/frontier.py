@@ -116,13 +116,10 @@ class FrontierMiddleware:
             # Not journaled. If the frontier kept the request that yielded it pending (it
             # could not journal this one), that request answers for what this one yields.
             anchor = meta.get(PARENT_META) if meta else None
-            if anchor and frontier.pinned(anchor):
-                async for obj in result:
-                    if isinstance(obj, Request):
-                        obj.meta[PARENT_META] = anchor
-                    yield obj
-                return
+            pinned = bool(anchor) and frontier.pinned(anchor)
             async for obj in result:
+                if pinned and isinstance(obj, Request):
+                    obj.meta[PARENT_META] = anchor
                 yield obj
             return
         assert meta is not None and request is not None  # parent is read from request.meta

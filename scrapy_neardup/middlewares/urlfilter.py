@@ -100,8 +100,9 @@ class UrlFilterMiddleware:
             or request.meta.get(RECOVERED_META) == request.url  # re-queued after a crash
         )
 
-    def _ignore(self, request: Request, message: str) -> IgnoreRequest:
-        """IgnoreRequest for a response dropped here: its request is done."""
+    def _ignore(self, request: Request, stat: str, message: str) -> IgnoreRequest:
+        """IgnoreRequest for a response dropped here, counted in ``stat``: its request is done."""
+        self.state.inc(stat)
         if self.state.frontier is not None:
             self.state.frontier.done(request)
         return IgnoreRequest(message)
@@ -169,15 +170,13 @@ class UrlFilterMiddleware:
             return self._check_response(request, response)
         for url, stat, message, drops in self._response_checks(request, response):
             if self._seen(request, url) and drops:
-                self.state.inc(stat)
-                raise self._ignore(request, message)
+                raise self._ignore(request, stat, message)
         return response
 
     async def _check_response(self, request: Request, response: Response) -> Response:
         for url, stat, message, drops in self._response_checks(request, response):
             if await self._seen_async(request, url) and drops:
-                self.state.inc(stat)
-                raise self._ignore(request, message)
+                raise self._ignore(request, stat, message)
         return response
 
     def _response_checks(
