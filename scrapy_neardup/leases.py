@@ -179,22 +179,20 @@ class LeasingScheduler(Scheduler):
         return result
 
     def _watch_engine(self, engine: Any) -> None:
-        """Have :meth:`_request_done` called when the engine removes a request from its slot:
-        after its response and items, or its failure, went through (``_handle_downloader_
-        output``), a redirect or retry queued again. Not public API (the module docstring)."""
+        """Have a request's lease acknowledged (at the next sync) when the engine removes it
+        from its slot: after its response and items, or its failure, went through
+        (``_handle_downloader_output``), a redirect or retry queued again. Not public API
+        (the module docstring)."""
         slot = engine._slot
         remove = slot.remove_request
 
         def removed(request: Any) -> None:
             remove(request)
-            self._request_done(request)
+            lease = request.meta.get(LEASE_META)
+            if lease:
+                self._done.append(lease)
 
         slot.remove_request = removed
-
-    def _request_done(self, request: Any) -> None:
-        lease = request.meta.get(LEASE_META)
-        if lease:
-            self._done.append(lease)
 
     def enqueue_request(self, request: Any) -> bool:
         request.meta.pop(LEASE_META, None)  # a redirect or retry: a request of its own
