@@ -231,6 +231,7 @@ def ours_links_check(port: int, n: int) -> tuple[Callable[[list[Request]], int],
     from scrapy_neardup.middlewares import LinkBatchMiddleware
 
     settings = {
+        "DUPEFILTER_CLASS": NearDupDupeFilter,  # LinkBatchMiddleware is off with another
         "NEARDUP_STORAGE": "redis",
         "NEARDUP_REDIS_URL": f"redis://127.0.0.1:{port}/0",
         "NEARDUP_KEY_PREFIX": "bench",

@@ -103,7 +103,7 @@ import json, sys, time
 import scrapy
 from scrapy import signals
 from scrapy.crawler import CrawlerProcess
-from scrapy_neardup.state import NearDupState
+from scrapy_neardup.state import crawl_state
 
 START, EVERY = sys.argv[1], float(sys.argv[2])
 
@@ -146,7 +146,7 @@ t0 = time.monotonic()
 
 
 def sample():
-    state = NearDupState.from_crawler(crawler)
+    state = crawl_state(crawler)
     print(json.dumps({
         "t": round(time.monotonic() - t0, 1), "rss": rss_bytes(), "urls": len(state.urls),
         "docs": len(state.dedup), "members": len(state.dedup.members),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from scrapy.dupefilters import RFPDupeFilter
 from scrapy.settings import BaseSettings
+from scrapy.utils.misc import load_object
 
 from scrapy_neardup.config import bool_setting, enabled
 from scrapy_neardup.dupefilter import NearDupDupeFilter
@@ -17,9 +17,11 @@ from scrapy_neardup.middlewares import (
 )
 from scrapy_neardup.pipeline import NearDupPipeline
 from scrapy_neardup.start import refuse_start
+from scrapy_neardup.state import NearDupState
 
-SCRAPY_DEFAULT_DUPEFILTER = "scrapy.dupefilters.RFPDupeFilter"
-
+# The crawl's state, which every component gets from the crawler (any order: it is built
+# before them all).
+STATE_PRIORITY = 0
 # Early in every chain: URLs are dropped before other middlewares spend time on them, and
 # near-duplicates before pipelines store or download anything for them.
 URL_FILTER_PRIORITY = 50
@@ -32,7 +34,8 @@ LINK_BATCH_PRIORITY = 5
 
 
 class Addon:
-    """Wires the dupefilter, the middlewares and the pipeline into a crawler's settings.
+    """Wires the dupefilter, the middlewares and the pipeline into a crawler's settings,
+    and their one state (:class:`~scrapy_neardup.state.NearDupState`) as an extension.
 
     A ``DUPEFILTER_CLASS`` the project chose (e.g. scrapy-redis's) is left alone: the
     downloader middleware then does the URL filtering on its own. With
@@ -55,29 +58,13 @@ class Addon:
     def _update_settings(self, settings: BaseSettings) -> None:
         if not enabled(settings):
             return
-        url_filter = bool_setting(settings, "NEARDUP_URL_FILTER", True)
-        if url_filter and settings.get("DUPEFILTER_CLASS") in (
-            SCRAPY_DEFAULT_DUPEFILTER,
-            _path(NearDupDupeFilter),
-        ):
-            settings.set("DUPEFILTER_CLASS", NearDupDupeFilter, "addon")
-        if url_filter:
-            settings.set_in_component_priority_dict(
-                "DOWNLOADER_MIDDLEWARES", UrlFilterMiddleware, URL_FILTER_PRIORITY
-            )
-            settings.set_in_component_priority_dict(
-                "SPIDER_MIDDLEWARES", FrontierMiddleware, FRONTIER_PRIORITY
-            )
-            settings.set_in_component_priority_dict(
-                "SPIDER_MIDDLEWARES", LinkBatchMiddleware, LINK_BATCH_PRIORITY
-            )
-        settings.set_in_component_priority_dict(
-            "SPIDER_MIDDLEWARES", PageTextMiddleware, PAGE_TEXT_PRIORITY
-        )
-        settings.set_in_component_priority_dict(
-            "ITEM_PIPELINES", NearDupPipeline, PIPELINE_PRIORITY
-        )
-
-
-def _path(cls: Any) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+        wire = settings.set_in_component_priority_dict
+        wire("EXTENSIONS", NearDupState, STATE_PRIORITY)
+        if bool_setting(settings, "NEARDUP_URL_FILTER", True):
+            if load_object(settings["DUPEFILTER_CLASS"]) in (RFPDupeFilter, NearDupDupeFilter):
+                settings.set("DUPEFILTER_CLASS", NearDupDupeFilter, "addon")
+            wire("DOWNLOADER_MIDDLEWARES", UrlFilterMiddleware, URL_FILTER_PRIORITY)
+            wire("SPIDER_MIDDLEWARES", FrontierMiddleware, FRONTIER_PRIORITY)
+            wire("SPIDER_MIDDLEWARES", LinkBatchMiddleware, LINK_BATCH_PRIORITY)
+        wire("SPIDER_MIDDLEWARES", PageTextMiddleware, PAGE_TEXT_PRIORITY)
+        wire("ITEM_PIPELINES", NearDupPipeline, PIPELINE_PRIORITY)

@@ -2,8 +2,8 @@
 
 Promises: :func:`component_enabled` answers as Scrapy builds its component lists (by class or
 import path, priorities and ``None`` included). It imports none of this plugin's Scrapy
-components, so the state, the dupefilter and the middlewares can all import it at top level
-without an import cycle. Rationale: ``docs/design.md#layers``.
+components at module level, so the state, the dupefilter and the middlewares can all import
+it at top level without an import cycle. Rationale: ``docs/design.md#layers``.
 """
 
 from __future__ import annotations
@@ -18,17 +18,13 @@ __all__ = ["component_enabled"]
 
 def component_enabled(settings: Any, setting: str, component: type | str) -> bool:
     """Whether the component dict ``setting`` (``"SPIDER_MIDDLEWARES"``, with its ``_BASE``)
-    enables exactly ``component``: a class, or its dotted path (the caller need not import it)."""
-    path = component if isinstance(component, str) else _path(component)
+    enables exactly ``component``: a class, or an import path of it, loaded on this call (so
+    that the caller need not import it, and any path it is importable by counts)."""
+    target = load_object(component) if isinstance(component, str) else component
     for entry in build_component_list(settings.getwithbase(setting)):
         try:
-            loaded = load_object(entry)
+            if load_object(entry) is target:
+                return True
         except (ImportError, NameError, ValueError, AttributeError):
             continue
-        if loaded is component or (isinstance(loaded, type) and _path(loaded) == path):
-            return True
     return False
-
-
-def _path(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"

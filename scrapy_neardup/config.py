@@ -44,13 +44,9 @@ _STRIP_ALLOWED = (
 
 def as_settings(settings: SettingsLike | None) -> BaseSettings:
     """Scrapy settings as given (their priorities kept), or a plain mapping wrapped in them."""
-    if isinstance(settings, BaseSettings):
-        return settings
-    if settings is None:
-        return BaseSettings()
-    if isinstance(settings, Mapping):
-        return BaseSettings(dict(settings))
-    raise TypeError(f"expected Scrapy settings or a mapping, not {type(settings).__name__}")
+    if not isinstance(settings, (Mapping, type(None))):
+        raise TypeError(f"expected Scrapy settings or a mapping, not {type(settings).__name__}")
+    return settings if isinstance(settings, BaseSettings) else BaseSettings(dict(settings or {}))
 
 
 def bool_setting(settings: SettingsLike, name: str, default: bool) -> bool:
@@ -367,26 +363,7 @@ class NearDupConfig:
             if spec.kind != "state_dir":
                 values[spec.field] = _read(s, spec)
         config = cls(**values)
-        backend = backend_from_config(config)  # unknown backend options fail here, at start
-        if config.similarity is not None:
-            try:
-                backend.check_similar(config.similarity)
-            except ValueError as exc:
-                raise ConfigError("NEARDUP_SIMILARITY", config.similarity, str(exc)) from None
-        if config.index == "lshbloom":
-            if not backend.lshbloom:
-                raise ConfigError(
-                    "NEARDUP_INDEX",
-                    "lshbloom",
-                    f"'buckets' with NEARDUP_BACKEND="
-                    f"{config.backend!r} (LSHBloom keeps MinHash's bands; use 'minhash')",
-                )
-            if config.storage.lower() == "redis":
-                raise ConfigError(
-                    "NEARDUP_INDEX",
-                    "lshbloom",
-                    "'buckets' with NEARDUP_STORAGE='redis' (LSHBloom is a memory index)",
-                )
+        backend_from_config(config)  # backend options that do not fit fail here, at start
         return config
 
 

@@ -9,7 +9,7 @@ from scrapy.utils.deprecate import method_is_overridden
 
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.meta import ANSWERED_META, CHECKED_META, FRONTIER_META, RECOVERED_META
-from scrapy_neardup.state import NearDupState
+from scrapy_neardup.state import NearDupState, crawl_state
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -45,14 +45,9 @@ class NearDupDupeFilter(RFPDupeFilter):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupDupeFilter:
-        settings = crawler.settings
-        state = NearDupState.from_crawler(crawler)
-        debug = settings.getbool("DUPEFILTER_DEBUG") or state.config.debug
-        return cls(
-            state,
-            debug,
-            fingerprinter=crawler.request_fingerprinter,
-        )
+        state = crawl_state(crawler)
+        debug = crawler.settings.getbool("DUPEFILTER_DEBUG") or state.config.debug
+        return cls(state, debug, fingerprinter=crawler.request_fingerprinter)
 
     @classmethod
     def from_spider(cls, spider: Spider) -> NearDupDupeFilter:
@@ -72,15 +67,14 @@ class NearDupDupeFilter(RFPDupeFilter):
         Scrapy's default one, no stats. In a crawl, :meth:`from_crawler` shares the crawler's
         state with the other components instead."""
         from scrapy_neardup.config import NearDupConfig
-        from scrapy_neardup.state import make_state
+        from scrapy_neardup.state import state_class
 
         config = NearDupConfig.from_settings(settings)
         debug = settings.getbool("DUPEFILTER_DEBUG") or config.debug
-        return cls(make_state(config), debug, fingerprinter=fingerprinter)
+        return cls(state_class(config.storage)(config), debug, fingerprinter=fingerprinter)
 
     def open(self) -> None:
         self.state.attach(self)
-        self.state.dupefilter = self  # LinkBatchMiddleware asks it for request keys
 
     def close(self, reason: str) -> None:
         """Flushes and releases the state (the last of its users closes it), so that another

@@ -22,13 +22,26 @@ __all__ = ["backend_from_config", "stores_from_config"]
 
 
 def backend_from_config(config: NearDupConfig) -> Backend:
-    """The configured backend, with ``NEARDUP_BACKEND_PARAMS`` and the settings it takes."""
+    """The configured backend, with ``NEARDUP_BACKEND_PARAMS`` and the settings it takes; a
+    ConfigError when the backend refuses them, ``NEARDUP_SIMILARITY`` or ``NEARDUP_INDEX``."""
     from scrapy_neardup.backends import make_backend
 
     try:
-        return make_backend(config.backend, **config.backend_kwargs())
+        backend = make_backend(config.backend, **config.backend_kwargs())
     except (TypeError, ValueError) as exc:
         raise ConfigError("NEARDUP_BACKEND_PARAMS", config.backend_params, str(exc)) from None
+    if config.similarity is not None:
+        try:
+            backend.check_similar(config.similarity)
+        except ValueError as exc:
+            raise ConfigError("NEARDUP_SIMILARITY", config.similarity, str(exc)) from None
+    if config.index == "lshbloom" and not backend.lshbloom:
+        allowed = f"'buckets' with NEARDUP_BACKEND={config.backend!r} (LSHBloom keeps MinHash's"
+        raise ConfigError("NEARDUP_INDEX", "lshbloom", allowed + " bands; use 'minhash')")
+    if config.index == "lshbloom" and config.storage == "redis":
+        allowed = "'buckets' with NEARDUP_STORAGE='redis' (LSHBloom is a memory index)"
+        raise ConfigError("NEARDUP_INDEX", "lshbloom", allowed)
+    return backend
 
 
 def stores_from_config(config: NearDupConfig) -> StoreFactory:

@@ -21,7 +21,7 @@ from typing import Any
 from scrapy_neardup.exceptions import StorageError
 from scrapy_neardup.feeds import sync_feeds
 from scrapy_neardup.meta import LEASE_META, RECOVERED_META
-from scrapy_neardup.state import NearDupState
+from scrapy_neardup.state import crawl_state
 from scrapy_neardup.twisted_futures import call_every
 
 try:
@@ -166,7 +166,7 @@ class LeasingScheduler(Scheduler):
         return scheduler
 
     def open(self, spider: Any) -> Any:
-        state = NearDupState.from_crawler(self.crawler)
+        state = crawl_state(self.crawler)
         self._state = state
         self._done: list[str] = []
         self._sync_failed = False
@@ -179,22 +179,20 @@ class LeasingScheduler(Scheduler):
         return result
 
     def _watch_engine(self, engine: Any) -> None:
-        """Have :meth:`_request_done` called when the engine removes a request from its slot:
-        after its response and items, or its failure, went through (``_handle_downloader_
-        output``), a redirect or retry queued again. Not public API (the module docstring)."""
+        """Have a request's lease acknowledged (at the next sync) when the engine removes it
+        from its slot: after its response and items, or its failure, went through
+        (``_handle_downloader_output``), a redirect or retry queued again. Not public API
+        (the module docstring)."""
         slot = engine._slot
         remove = slot.remove_request
 
         def removed(request: Any) -> None:
             remove(request)
-            self._request_done(request)
+            lease = request.meta.get(LEASE_META)
+            if lease:
+                self._done.append(lease)
 
         slot.remove_request = removed
-
-    def _request_done(self, request: Any) -> None:
-        lease = request.meta.get(LEASE_META)
-        if lease:
-            self._done.append(lease)
 
     def enqueue_request(self, request: Any) -> bool:
         request.meta.pop(LEASE_META, None)  # a redirect or retry: a request of its own

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter, is_item
 from scrapy.exceptions import DropItem, NotConfigured
 
+from scrapy_neardup.components import component_enabled
 from scrapy_neardup.deduplicator import Signed, Verdict
 from scrapy_neardup.extraction import PageLimitError
-from scrapy_neardup.state import NearDupState
+from scrapy_neardup.state import NearDupState, crawl_state
 from scrapy_neardup.twisted_futures import await_future
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FIRST_LOGGED = 5
-#: Checked by import path, so that this module need not import the middlewares.
+#: Loaded by path, on use: this module does not import the middlewares.
 PAGE_TEXT_MIDDLEWARE = "scrapy_neardup.middlewares.PageTextMiddleware"
 
 
@@ -50,14 +51,21 @@ class NearDupPipeline:
     def __init__(self, state: NearDupState) -> None:
         self.state = state
         self.config = state.config
+        self.extractor = state.extractor
+        #: Whether short texts are counted (``neardup/short``): only with a near backend.
+        self.counts_short = state.dedup.near is not None
         self.logged = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupPipeline:
-        state = NearDupState.from_crawler(crawler)
+        state = crawl_state(crawler)
         if not state.config.enabled:
             raise NotConfigured("NEARDUP_ENABLED is off")
-        if not state.config.text_field and not _page_text_enabled(crawler):
+        config = state.config
+        page_text = config.extract and component_enabled(
+            crawler.settings, "SPIDER_MIDDLEWARES", PAGE_TEXT_MIDDLEWARE
+        )
+        if not config.text_field and not page_text:
             logger.warning(
                 "scrapy-neardup: NearDupPipeline is on but PageTextMiddleware is not, and "
                 "NEARDUP_TEXT_FIELD is not set: items will have no text to compare and will "
@@ -73,83 +81,79 @@ class NearDupPipeline:
         self.state.detach(self)
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
-        pending = self.state.take(item)
+        state, config = self.state, self.config
+        pending = state.take(item)
         page = await pending.result() if pending is not None else None
         if not is_item(item):  # passed on untouched, as Scrapy does (for a later pipeline)
-            self.state.inc("neardup/skipped/not_item")
+            state.inc("neardup/skipped/not_item")
             return item
         adapter = ItemAdapter(item)
-        signed = await self._signatures(adapter, page)
+        base = self._base_key(adapter, page)
+        field = config.text_field
+        text = as_text(adapter.get(field)) if field else None
+        if field and text:
+            signed = await self._sign(text, field, base)
+        elif page is None or page.signed is None:
+            state.inc("neardup/skipped/no_text")
+            return item
+        else:
+            text, signed = page.extracted.text, page.signed
         if signed is None:
             return item
-        base = self._base_key(adapter, page)
-        text = self._compared_text(adapter, page) if self.config.keep_text else None
-        verdict = await self.state.check_item(base, signed, text)
-        if verdict.short and self.state.dedup.near is not None:
-            self.state.inc("neardup/short")
+        verdict = await state.check_item(base, signed, text if config.keep_text else None)
+        if verdict.short and self.counts_short:
+            state.inc("neardup/short")
         if not verdict.is_duplicate:
-            self.state.inc("neardup/items/kept")
-            if verdict.related_to is not None:
-                self._related(adapter, verdict)
-            elif verdict.near_to is not None:
-                self._near(adapter, verdict)
+            state.inc("neardup/items/kept")
+            if verdict.related_to is not None or verdict.near_to is not None:
+                self._kept_beside(adapter, verdict)
             return item
-        if verdict.duplicate_of == base and self.state.redelivers(item, base):
+        if verdict.duplicate_of == base and state.redelivers(item, base):
             # Its own URL, kept before a crash: whether the item reached the feed then is
             # unknown, so it is kept again (at least once beats lost; see frontier.py).
-            self.state.inc("neardup/items/redelivered")
+            state.inc("neardup/items/redelivered")
             logger.info("scrapy-neardup: %s kept again after a crash (re-crawled)", base)
             return item
-        self.state.inc(f"neardup/duplicates/{verdict.method}")
+        state.inc(f"neardup/duplicates/{verdict.method}")
         self._log(verdict)
-        if self.config.action == "tag":
-            self._tag(adapter, verdict)
-            self.state.inc("neardup/items/tagged")
+        if config.action == "tag":
+            self._set_fields(
+                adapter,
+                {
+                    config.duplicate_of_field: verdict.duplicate_of,
+                    config.similarity_field: round(verdict.similarity, 4),
+                },
+            )
+            state.inc("neardup/items/tagged")
             return item
-        self.state.inc("neardup/items/dropped")
+        state.inc("neardup/items/dropped")
         raise DropItem(
             f"near-duplicate of {verdict.duplicate_of} "
             f"({verdict.method}, similarity {verdict.similarity:.3f}, "
             f"containment {verdict.containment:.3f})",
-            log_level="INFO" if self.config.debug else "DEBUG",
+            log_level="INFO" if config.debug else "DEBUG",
         )
 
-    async def _signatures(self, adapter: ItemAdapter, page: Any) -> Signed | None:
-        field = self.config.text_field
-        value = as_text(adapter.get(field)) if field else None
-        if value:
-            if not isinstance(value, str):
-                self.state.inc("neardup/skipped/bad_text")
-                logger.warning(
-                    "scrapy-neardup: item field %r is %s, not text; item kept unchecked",
-                    field,
-                    type(value).__name__,
-                )
-                return None
-            try:
-                return await await_future(self.state.extractor.submit_sign(value))
-            except PageLimitError as exc:  # a text so long that signing it hit a limit
-                self.state.inc(f"neardup/skipped/{exc.limit}")
-                what = f"the text field of {self._base_key(adapter, page)}"
-                self.state.extractor.log_limit(exc, what, self.config.debug)
-                return None
-            except Exception as exc:
-                self.state.inc("neardup/skipped/errors")
-                logger.warning("scrapy-neardup: could not sign an item's text: %r", exc)
-                return None
-        if page is None or page.signed is None:
-            self.state.inc("neardup/skipped/no_text")
+    async def _sign(self, value: Any, field: str, base: str) -> Signed | None:
+        """The signatures of an item's text field; None (counted) when it cannot be signed."""
+        if not isinstance(value, str):
+            self.state.inc("neardup/skipped/bad_text")
+            logger.warning(
+                "scrapy-neardup: item field %r is %s, not text; item kept unchecked",
+                field,
+                type(value).__name__,
+            )
             return None
-        return page.signed
-
-    def _compared_text(self, adapter: ItemAdapter, page: Any) -> str | None:
-        """The text :meth:`_signatures` signed: the text field, else the page's main text
-        (already in this process, where the middleware put it), for NEARDUP_KEEP_TEXT."""
-        field = self.config.text_field
-        value = as_text(adapter.get(field)) if field else None
-        if isinstance(value, str) and value:
-            return value
-        return page.extracted.text if page is not None else None
+        try:
+            return await await_future(self.extractor.submit_sign(value))
+        except PageLimitError as exc:  # a text so long that signing it hit a limit
+            self.state.inc(f"neardup/skipped/{exc.limit}")
+            what = f"the text field of {base}"
+            self.extractor.log_limit(exc, what, self.config.debug)
+        except Exception as exc:
+            self.state.inc("neardup/skipped/errors")
+            logger.warning("scrapy-neardup: could not sign an item's text: %r", exc)
+        return None
 
     def _base_key(self, adapter: ItemAdapter, page: Any) -> str:
         """The item's URL (or its page's)."""
@@ -157,43 +161,36 @@ class NearDupPipeline:
         value = adapter.get(field) if field else None
         return value if isinstance(value, str) and value else (page.url if page else "item")
 
-    def _related(self, adapter: ItemAdapter, verdict: Verdict) -> None:
-        """A kept item that holds a kept one and substantially more: never dropped for it."""
-        self.state.inc("neardup/items/related")
-        if self.config.debug:
-            logger.info(
-                "scrapy-neardup: %s kept: it holds %s (%.3f of its phrases) and more",
-                verdict.key,
-                verdict.related_to,
-                verdict.containment,
-            )
-        if self.config.action == "tag":
-            self._set_fields(adapter, {self.config.related_field: verdict.related_to})
-
-    def _near(self, adapter: ItemAdapter, verdict: Verdict) -> None:
-        """A kept item that the decision not configured would have dropped (NEARDUP_DECISION):
-        near a kept one, counted, and tagged in tag mode."""
-        self.state.inc("neardup/items/near")
-        if self.config.debug:
-            logger.info(
-                "scrapy-neardup: %s kept, near %s (%s %.3f, containment %.3f)",
-                verdict.key,
-                verdict.near_to,
-                verdict.method,
-                verdict.similarity,
-                verdict.containment,
-            )
-        if self.config.action == "tag" and self.config.near_field:
-            self._set_fields(adapter, {self.config.near_field: verdict.near_to})
-
-    def _tag(self, adapter: ItemAdapter, verdict: Verdict) -> None:
-        self._set_fields(
-            adapter,
-            {
-                self.config.duplicate_of_field: verdict.duplicate_of,
-                self.config.similarity_field: round(verdict.similarity, 4),
-            },
-        )
+    def _kept_beside(self, adapter: ItemAdapter, verdict: Verdict) -> None:
+        """A kept item recorded beside a kept one, counted and tagged in tag mode: related
+        (it holds the kept one and substantially more: never dropped for it), or near (the
+        decision not configured, NEARDUP_DECISION, would have dropped it)."""
+        config = self.config
+        other: str | None
+        if verdict.related_to is not None:
+            self.state.inc("neardup/items/related")
+            if config.debug:
+                logger.info(
+                    "scrapy-neardup: %s kept: it holds %s (%.3f of its phrases) and more",
+                    verdict.key,
+                    verdict.related_to,
+                    verdict.containment,
+                )
+            field, other = config.related_field, verdict.related_to
+        else:
+            self.state.inc("neardup/items/near")
+            if config.debug:
+                logger.info(
+                    "scrapy-neardup: %s kept, near %s (%s %.3f, containment %.3f)",
+                    verdict.key,
+                    verdict.near_to,
+                    verdict.method,
+                    verdict.similarity,
+                    verdict.containment,
+                )
+            field, other = config.near_field, verdict.near_to
+        if config.action == "tag" and field:
+            self._set_fields(adapter, {field: other})
 
     def _set_fields(self, adapter: ItemAdapter, values: dict[str, Any]) -> None:
         try:
@@ -221,13 +218,3 @@ class NearDupPipeline:
                 if self.config.debug or self.logged < FIRST_LOGGED
                 else " - no more duplicates will be shown (see NEARDUP_DEBUG)",
             )
-
-
-def _page_text_enabled(crawler: Crawler) -> bool:
-    from scrapy_neardup.components import component_enabled
-    from scrapy_neardup.config import bool_setting
-
-    settings = crawler.settings
-    return bool_setting(settings, "NEARDUP_EXTRACT", True) and component_enabled(
-        settings, "SPIDER_MIDDLEWARES", PAGE_TEXT_MIDDLEWARE
-    )

@@ -43,7 +43,7 @@ class FetchLog:
         self.record["fetched"].append(response.url)
 
     def _dupefilter(self) -> dict[str, Any]:
-        from scrapy_neardup.state import NearDupState
+        from scrapy_neardup.state import crawl_state
 
         engine = self.crawler.engine
         scheduler = getattr(engine, "scheduler", None) or engine._slot.scheduler
@@ -53,7 +53,7 @@ class FetchLog:
         return {
             "scheduler": f"{type(scheduler).__module__}.{type(scheduler).__qualname__}",
             "class": f"{cls.__module__}.{cls.__qualname__}",
-            "shares_state": state is not None and state is NearDupState.from_crawler(self.crawler),
+            "shares_state": state is not None and state is crawl_state(self.crawler),
         }
 
     def spider_opened(self, spider: Any) -> None:

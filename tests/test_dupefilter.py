@@ -69,19 +69,19 @@ def test_method_and_body_keep_requests_apart() -> None:
 def test_a_urls_key_is_the_same_from_the_table_of_recent_urls() -> None:
     """request_key() keeps the keys of recent GETs by URL: the same answer as computed anew,
     and none for a request the fingerprinter keys otherwise."""
-    from scrapy_neardup.state import base
+    from scrapy_neardup.state import keys
 
     df = dupefilter()
     url = "https://EXAMPLE.com:443/news/a/?y=2&x=1"
-    base._url_key.cache_clear()
+    keys._url_key.cache_clear()
     first = df.request_key(Request(url))
     assert df.request_key(Request(url)) == first  # from the table
-    assert base._url_key.cache_info()[:2] == (1, 1)  # (hits, misses)
+    assert keys._url_key.cache_info()[:2] == (1, 1)  # (hits, misses)
     post = df.request_key(Request(url, method="POST", body=b"page=1"))
-    assert post != first and base._url_key.cache_info()[:2] == (1, 1)
-    base._url_key.cache_clear()
+    assert post != first and keys._url_key.cache_info()[:2] == (1, 1)
+    keys._url_key.cache_clear()
     assert df.request_key(Request(url)) == first  # computed anew
-    assert base._url_key.cache_info().maxsize == base.URL_KEYS
+    assert keys._url_key.cache_info().maxsize == keys.URL_KEYS
     df.close("finished")
 
 

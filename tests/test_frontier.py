@@ -18,6 +18,7 @@ import struct
 import sys
 import uuid
 from collections import OrderedDict, defaultdict, namedtuple
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,20 @@ def test_the_plugins_own_meta_is_not_journaled_and_is_set_again(tmp_path) -> Non
 # -- feed exports -----------------------------------------------------------------------------
 
 
+#: The crawlers of feed_crawler() in the running test.
+_FEED_CRAWLERS: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_feed_files() -> Iterator[None]:
+    """The feed files of a test's crawlers are closed at its end (no crawl closes them)."""
+    yield
+    while _FEED_CRAWLERS:
+        for slot in _FEED_CRAWLERS.pop().get_extension(FeedExporter).slots:
+            if slot.file is not None:
+                slot.file.close()
+
+
 def feed_crawler(tmp_path: Path, feed: Path, **settings: Any) -> Any:
     crawler = get_crawler(
         settings_dict={
@@ -194,6 +209,7 @@ def feed_crawler(tmp_path: Path, feed: Path, **settings: Any) -> Any:
     )
     crawler.spider = crawler.spidercls.from_crawler(crawler, name="feeds")
     crawler.get_extension(FeedExporter).open_spider(crawler.spider)
+    _FEED_CRAWLERS.append(crawler)
     return crawler
 
 
@@ -319,9 +335,10 @@ def test_the_periodic_sync_writes_done_requests_of_an_idle_crawl(tmp_path) -> No
     from twisted.internet.task import Clock
 
     feed = tmp_path / "items.jsonl"
-    crawler = feed_crawler(tmp_path, feed, NEARDUP_FLUSH_INTERVAL=1.0)
+    # engine_started, sent by hand: Scrapy's MemoryUsage would start a loop no crawl ends
+    crawler = feed_crawler(tmp_path, feed, NEARDUP_FLUSH_INTERVAL=1.0, MEMUSAGE_ENABLED=False)
     state = NearDupState.from_crawler(crawler)
-    state.sync_clock = clock = Clock()
+    state.directory.sync_clock = clock = Clock()
     crawler.signals.send_catch_log(signals.engine_started)
     state_dir = tmp_path / "job" / "neardup"
     req, fp = request(1)
@@ -1125,7 +1142,7 @@ def test_the_middleware_tags_what_a_response_yields(tmp_path) -> None:
 
     crawler = jobdir_crawler(tmp_path)
     state = NearDupState.from_crawler(crawler)
-    mw = FrontierMiddleware(state)
+    mw = FrontierMiddleware(state, crawler)
     parent, parent_fp = request(1)
     state.frontier.schedule(parent, parent_fp)
     response = HtmlResponse(parent.url, body=b"<html></html>", request=parent)

@@ -130,3 +130,19 @@ def test_middlewares_off_when_their_setting_or_storage_is(tmp_path) -> None:
         build_from_crawler(PageTextMiddleware, crawler(NEARDUP_EXTRACT=False))
     with pytest.raises(NotConfigured):
         build_from_crawler(UrlFilterMiddleware, crawler(NEARDUP_URL_FILTER=False))
+
+
+def test_link_batches_are_answered_only_for_our_dupefilter() -> None:
+    """LinkBatchMiddleware leaves answers that only NearDupDupeFilter takes, keyed as the
+    state keys requests: another DUPEFILTER_CLASS, or a subclass with its own
+    request_fingerprint(), turns it off (the dupefilter then checks each request)."""
+    from scrapy_neardup.middlewares.urlfilter import _takes_answers
+
+    class OwnFingerprint(NearDupDupeFilter):
+        def request_fingerprint(self, request: Request) -> str:
+            return "00"
+
+    assert _takes_answers(NearDupDupeFilter)
+    assert _takes_answers("scrapy_neardup.NearDupDupeFilter")
+    assert not _takes_answers("scrapy.dupefilters.RFPDupeFilter")
+    assert not _takes_answers(OwnFingerprint)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_neardup.middlewares import _same_site
+from scrapy_neardup.middlewares.urlfilter import _same_site
 from scrapy_neardup.urls import site_of as _site
 
 
@@ -84,7 +84,7 @@ def test_the_public_suffix_list_is_never_fetched(tmp_path: Path) -> None:
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
 
-        from scrapy_neardup.middlewares import _same_site
+        from scrapy_neardup.middlewares.urlfilter import _same_site
 
         assert _same_site("https://news.bbc.co.uk/", "https://www.bbc.co.uk/")
         assert not _same_site("https://a.github.io/", "https://b.github.io/")

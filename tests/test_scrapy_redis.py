@@ -32,7 +32,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_redis_runner import kill_one_of_three, workers_settings
 
 from scrapy_neardup.dupefilter import NearDupDupeFilter
-from scrapy_neardup.state import NearDupState
+from scrapy_neardup.state import crawl_state
 from scrapy_neardup.urls import canonical_url
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -219,7 +219,7 @@ def test_from_spider_shares_the_crawlers_state_and_from_settings_needs_none(clie
     df = NearDupDupeFilter.from_spider(UnitSpider.from_crawler(crawler))
     standalone = NearDupDupeFilter.from_settings(Settings(settings))
     try:
-        assert isinstance(df, NearDupDupeFilter) and df.state is NearDupState.from_crawler(crawler)
+        assert isinstance(df, NearDupDupeFilter) and df.state is crawl_state(crawler)
         assert df.fingerprinter is crawler.request_fingerprinter
         assert standalone.state is not df.state and standalone.state.crawler is None
         assert standalone.state.key_prefix == "unit"

@@ -10,7 +10,7 @@ import scrapy
 from scrapy.utils.test import get_crawler
 
 from scrapy_neardup.exceptions import ConfigError, StateError
-from scrapy_neardup.state import FileState, NearDupState
+from scrapy_neardup.state import FileState, NearDupState, crawl_state
 from scrapy_neardup.storage.statedb import STATE_FILE
 from scrapy_neardup.urls import url_fingerprint
 
@@ -27,12 +27,41 @@ class CountingState(FileState):
 
 def test_an_import_path_names_the_state_class() -> None:
     crawler = get_crawler(settings_dict={"NEARDUP_STORAGE": f"{__name__}.CountingState"})
-    state = NearDupState.from_crawler(crawler)
+    state = crawl_state(crawler)
     assert type(state) is CountingState
-    assert NearDupState.from_crawler(crawler) is state  # one per crawler
+    assert crawl_state(crawler) is state  # one per crawler
     assert not state.url_seen("https://example.com/a") and state.url_seen("https://example.com/a")
     assert CountingState.asked == 2
     state.close()
+
+
+def test_with_the_addon_the_state_is_the_crawlers_extension() -> None:
+    """Every component gets the extension the Addon lists; nothing is made beside it."""
+    from scrapy.utils.misc import build_from_crawler
+
+    from scrapy_neardup import Addon, NearDupPipeline
+
+    crawler = get_crawler(settings_dict={"ADDONS": {Addon: 500}, "NEARDUP_WORKERS": 0})
+    state = crawler.get_extension(NearDupState)
+    assert isinstance(state, FileState) and crawl_state(crawler) is state
+    assert build_from_crawler(NearDupPipeline, crawler).state is state
+    state.close()
+
+
+def test_without_the_extension_components_share_a_state_that_goes_with_them() -> None:
+    """Components wired by hand share the first state made; nothing else keeps it alive."""
+    import gc
+    import weakref
+
+    crawler = get_crawler(settings_dict={"NEARDUP_WORKERS": 0})
+    state = crawl_state(crawler)
+    assert crawler.get_extension(NearDupState) is None and crawl_state(crawler) is state
+    state.close()
+    gone = weakref.ref(state)
+    del state
+    gc.collect()
+    assert gone() is None
+    crawl_state(crawler).close()  # made again for a later component
 
 
 def test_the_aliases_and_the_default() -> None:

@@ -1,4 +1,4 @@
-"""One crawl's state, shared by every component of one crawler.
+"""One crawl's state, shared by every component of one crawler (:func:`crawl_state`).
 
 :class:`NearDupState` is the interface; ``NEARDUP_STORAGE`` chooses the implementation, as
 Scrapy's ``HTTPCACHE_STORAGE`` chooses its cache storage: :class:`FileState`
@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from scrapy_neardup.state.base import (
     NearDupState,
-    PageText,
-    PendingPage,
-    freeze_startup_objects,
-    make_state,
+    crawl_state,
     state_class,
 )
 from scrapy_neardup.state.files import FileState
@@ -22,9 +19,6 @@ from scrapy_neardup.state.files import FileState
 __all__ = [
     "FileState",
     "NearDupState",
-    "PageText",
-    "PendingPage",
-    "freeze_startup_objects",
-    "make_state",
+    "crawl_state",
     "state_class",
 ]

@@ -1,62 +1,42 @@
-"""The state interface every implementation shares: one per crawler, reached by every component.
+"""The state interface every implementation shares: one per crawler, a Scrapy extension.
 
 Promises: the dupefilter, the middlewares and the pipeline of one crawler reach the same state
-(:meth:`NearDupState.from_crawler`), so a URL recorded by one is known to the others and page
-text found by the spider middleware reaches the pipeline. ``NEARDUP_STORAGE`` picks the
-implementation, as ``HTTPCACHE_STORAGE`` does: ``"memory"`` (:class:`FileState`, journaled to
-files when there is a state directory), ``"redis"``, or a subclass's import path. An
-implementation provides ``open()``, ``close()``, ``key_seen()``, ``clear_urls()`` and a
-``dedup``; a state whose checks reach a server (``remote = True``) runs them off the reactor
-thread. It must not import the Scrapy components. Rationale: ``docs/design.md#layers``.
+(:func:`crawl_state`: the crawler's extension, which the Addon lists in ``EXTENSIONS``), so a
+URL recorded by one is known to the others and page text found by the spider middleware
+reaches the pipeline. ``NEARDUP_STORAGE`` picks the implementation, as ``HTTPCACHE_STORAGE``
+does: ``"memory"`` (:class:`FileState`), ``"redis"``, or a subclass's import path. It must not
+import the Scrapy components. Rationale: ``docs/design.md#shared-state``.
 """
 
 from __future__ import annotations
 
-import functools
-import gc
 import logging
-import time
-import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scrapy.utils.request import RequestFingerprinter
-from xxhash import xxh3_128_digest
+from scrapy import signals
 
 from scrapy_neardup.components import component_enabled
 from scrapy_neardup.config import NearDupConfig, unknown_settings
 from scrapy_neardup.deduplicator import Deduplicator, Signed, Verdict
 from scrapy_neardup.exceptions import ConfigError, NearDupError
-from scrapy_neardup.extraction import Extracted, Extractor, PageLimitError, SignerSpec
+from scrapy_neardup.extraction import Extractor, SignerSpec
 from scrapy_neardup.start import refuse_start
+from scrapy_neardup.state import keys
 from scrapy_neardup.state.directory import StateDirectory
-from scrapy_neardup.twisted_futures import await_future
-from scrapy_neardup.urls import canonical_url, url_fingerprint
+from scrapy_neardup.urls import url_fingerprint
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
+    from scrapy_neardup.middlewares.pagetext import PendingPage
     from scrapy_neardup.storage.statedb import StateDB
 
 logger = logging.getLogger(__name__)
 
-#: Checked by import path, so that this module need not import the Scrapy components.
+#: Loaded by path, on use: this module does not import the Scrapy components.
 FRONTIER_MIDDLEWARE = "scrapy_neardup.middlewares.FrontierMiddleware"
-#: URLs whose key :meth:`NearDupState.request_key` keeps (a site's links recur on every page:
-#: most requests a crawl filters are the same few URLs).
-URL_KEYS = 4096
-
-
-@functools.lru_cache(maxsize=URL_KEYS)
-def _url_key(url: str, strip_params: tuple[str, ...], strip_trailing_slash: bool) -> bytes:
-    """The key of a plain GET of ``url``: its canonical URL's fingerprint."""
-    canonical = canonical_url(
-        url, strip_params=strip_params, strip_trailing_slash=strip_trailing_slash
-    )
-    return url_fingerprint(canonical)
-
 
 STORAGE_ALIASES = {
     "memory": "scrapy_neardup.state.files.FileState",
@@ -64,66 +44,19 @@ STORAGE_ALIASES = {
 }
 
 
-@dataclass
-class PageText:
-    """What the spider middleware found for an item: its page's URL, text and signatures."""
-
-    url: str
-    extracted: Extracted
-    signed: Signed | None
-
-
-class PendingPage:
-    """A page whose extraction :class:`PageTextMiddleware` started: the pipeline awaits
-    :meth:`result`, so that the spider's other output (the page's links) goes on meanwhile."""
-
-    def __init__(self, state: NearDupState, url: str, digest: bytes) -> None:
-        self.state, self.url, self.digest = state, url, digest
-        self.found: Any = None  # the cached result, or a PageLimitError
-        self.future: Any = None
-        self.began = time.perf_counter()
-
-    async def result(self) -> PageText | None:
-        """The page's text and signatures; None when it has none, or hit a page limit."""
-        state, extractor = self.state, self.state.extractor
-        found = self.found
-        if found is None:
-            try:
-                found = await await_future(self.future)
-            except PageLimitError as exc:
-                found = exc  # remembered: the same bytes again would hit it again
-            except Exception as exc:  # a crashed worker must not kill the crawl
-                state.inc("neardup/extract/errors")
-                logger.warning("scrapy-neardup: extraction failed for %s: %r", self.url, exc)
-                return None
-            finally:
-                extractor.waited_s += time.perf_counter() - self.began
-            extractor.remember(self.digest, found)
-        if isinstance(found, PageLimitError):
-            state.inc(f"neardup/skipped/{found.limit}")
-            extractor.log_limit(found, self.url, state.config.debug)
-            return None
-        extracted, signed = found
-        state.inc(f"neardup/extract/{extracted.how}")
-        if not extracted.text:
-            return None
-        return PageText(self.url, extracted, signed)
-
-
 class NearDupState:
     """URL filter, deduplicator, extractor and the hand-over from middleware to pipeline.
 
-    Subclasses set ``self.dedup`` and ``self.urls`` in ``__init__`` and implement the
-    storage-specific methods below. ``key_prefix`` is the spider's name, used by storages
-    that share state under a prefix when ``NEARDUP_KEY_PREFIX`` is unset.
+    Subclasses set ``self.dedup`` and ``self.urls`` in ``__init__`` and implement ``_open()``,
+    ``_close()``, ``key_seen()`` and ``clear_urls()``; a state whose checks reach a server
+    (``remote = True``) runs them off the reactor thread. ``key_prefix``, the spider's name,
+    prefixes a shared storage's keys when ``NEARDUP_KEY_PREFIX`` is unset.
     """
 
     #: The recorded crawl frontier (scrapy_neardup.frontier), where the storage keeps one.
     frontier: Any = None
     #: The state directory (scrapy_neardup.state.directory), where the storage keeps one.
     directory: Any = None
-    #: The crawl's NearDupDupeFilter once open (None when DUPEFILTER_CLASS is another).
-    dupefilter: Any = None
     #: Whether checks reach a server: components then await the async forms of the checks
     #: (:meth:`key_seen_async`, :meth:`check_item`) rather than call the synchronous ones.
     remote = False
@@ -175,41 +108,31 @@ class NearDupState:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupState:
-        """The crawler's state, made (from its settings, by ``NEARDUP_STORAGE``) on first use."""
-        state = _STATES.get(crawler)
-        if state is None:
-            from scrapy import signals
-
-            try:
-                config = NearDupConfig.from_settings(crawler.settings)
-                for name, close in unknown_settings(crawler.settings):
-                    hint = f"; did you mean {close}?" if close else ""
-                    logger.warning("scrapy-neardup: %s is not a setting of ours%s", name, hint)
-                state = state_class(config.storage)(
-                    config,
-                    crawler.stats,
-                    crawler=crawler,
-                    key_prefix=getattr(crawler.spidercls, "name", None),
-                )
-            except NearDupError as exc:
-                refuse_start(exc)
-                raise
-            _STATES[crawler] = state
+        """A new state for ``crawler``, of the class ``NEARDUP_STORAGE`` names, closed at
+        ``spider_closed``: how Scrapy builds the extension. Components use
+        :func:`crawl_state`, which finds the crawler's one state."""
+        try:
+            config = NearDupConfig.from_settings(crawler.settings)
+            for name, close in unknown_settings(crawler.settings):
+                hint = f"; did you mean {close}?" if close else ""
+                logger.warning("scrapy-neardup: %s is not a setting of ours%s", name, hint)
+            spider = getattr(crawler.spidercls, "name", None)
+            state = state_class(config.storage)(
+                config, crawler.stats, crawler=crawler, key_prefix=spider
+            )
             crawler.signals.connect(state.close, signal=signals.spider_closed)
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
                 crawler.signals.connect(state.forget, signal=signal)
-            try:
-                state.built()
-            except NearDupError as exc:
-                refuse_start(exc)
-                raise
+            state.built()  # e.g. saved state loaded: a StateError stops the start here
+        except NearDupError as exc:
+            refuse_start(exc)
+            raise
         return state
 
     def _prepare_checks(self) -> None:
-        """With the first page, ask a worker for what checking pages needs (MinHash's banding,
-        which datasketch computes with scipy, for parameters whose banding is not written out
-        in ``minhash._BANDINGS``; for the others the worker answers at once): loaded in this
-        process it would cost scipy's memory and stall the reactor."""
+        """With the first page, ask a worker for what checking pages needs (MinHash's banding
+        for parameters ``minhash._BANDINGS`` lacks: computed here, scipy would cost memory and
+        stall the reactor)."""
         adopt = self.dedup.method.adopt
         future = self.extractor.submit_prepared()
 
@@ -219,8 +142,12 @@ class NearDupState:
 
         future.add_done_callback(adopted)
 
+    def itself(self) -> NearDupState:
+        """This state (its answer to :data:`STATE_WANTED`)."""
+        return self
+
     def built(self) -> None:
-        """Called once the state is registered for its crawler (e.g. to load saved state)."""
+        """Called once the state is made for its crawler (e.g. to load saved state)."""
 
     def open(self) -> None:
         """Load saved state (once). Raises StateError when it cannot be used."""
@@ -258,14 +185,11 @@ class NearDupState:
     def stop_crawl(self, reason: str) -> None:
         """Close the crawler's spider with ``reason`` as its finish reason (once; nothing
         without a running engine, or once the state is closed)."""
-        if self._closed or self._stopping_with is not None:
+        try:  # Scrapy 2.14+ raises RuntimeError until the crawl starts; 2.13 has None
+            engine = self.crawler.engine
+        except (AttributeError, RuntimeError):  # no crawler, or no engine yet
             return
-        crawler = self.crawler
-        try:  # Scrapy 2.14+ raises RuntimeError until the crawl starts
-            engine = getattr(crawler, "engine", None) if crawler is not None else None
-        except RuntimeError:
-            engine = None
-        if engine is None or not getattr(engine, "running", False):
+        if self._closed or self._stopping_with is not None or not getattr(engine, "running", False):
             return
         self._stopping_with = reason
         if hasattr(engine, "close_spider_async"):
@@ -273,7 +197,7 @@ class NearDupState:
 
             deferred_from_coro(engine.close_spider_async(reason=reason))
         else:  # Scrapy < 2.14
-            engine.close_spider(crawler.spider, reason)
+            engine.close_spider(self.crawler.spider, reason)
 
     def _open(self) -> None:
         raise NotImplementedError
@@ -320,46 +244,14 @@ class NearDupState:
     # -- URLs -----------------------------------------------------------------------------
 
     def canonical(self, url: str) -> str:
-        return canonical_url(
-            url,
-            strip_params=self.config.strip_params,
-            strip_trailing_slash=self.config.strip_trailing_slash,
-        )
+        return keys.canonical(url, self.config)
 
     def request_key(self, request: Request, fingerprinter: Any = None) -> bytes:
-        """The 16 bytes the URL filter records for ``request``: two requests share them only
-        when the crawler's request fingerprinter calls them one request once their URLs are
-        canonicalised. Raises InvalidURL.
-
-        With Scrapy's own fingerprinter, a GET without a body is its canonical URL (so the
-        key is the URL's fingerprint, shared with the redirect and ``rel=canonical`` checks);
-        anything else (a method, a body, a project's fingerprinter) is the fingerprinter's
-        answer for the request with its canonical URL.
-        """
-        config = self.config  # the filter's hot path: canonical() inlined
+        """What the URL filter records for ``request`` (:func:`.keys.request_key`), by
+        ``fingerprinter`` or else the crawler's. Raises InvalidURL."""
         if fingerprinter is None:
             fingerprinter = getattr(self.crawler, "request_fingerprinter", None)
-        url = request.url
-        plain = fingerprinter is None or (
-            type(fingerprinter) is RequestFingerprinter
-            and request.method == "GET"
-            and not request.body
-        )
-        if plain:
-            return _url_key(url, config.strip_params, config.strip_trailing_slash)
-        canonical = canonical_url(
-            url,
-            strip_params=config.strip_params,
-            strip_trailing_slash=config.strip_trailing_slash,
-        )
-        if canonical != url:
-            request = request.replace(url=canonical)
-        # 0xff never starts UTF-8 text, so these keys never equal a URL's fingerprint.
-        return xxh3_128_digest(b"\xff" + fingerprinter.fingerprint(request))
-
-    @property
-    def fingerprinter(self) -> Any:
-        return getattr(self.crawler, "request_fingerprinter", None)
+        return keys.request_key(request, self.config, fingerprinter)
 
     def url_seen(self, url: str) -> bool:
         """Test and set of a URL (a GET of it): True if it was (probably) seen before."""
@@ -480,28 +372,24 @@ def state_class(storage: str) -> type[NearDupState]:
     return cls
 
 
-def make_state(
-    config: NearDupConfig, stats: Any = None, *, key_prefix: str | None = None
-) -> NearDupState:
-    """A state without a crawler (tests, benchmarks, scripts), of the configured storage."""
-    return state_class(config.storage)(config, stats, key_prefix=key_prefix)
+#: A signal of a crawler's own: the state made for components wired by hand (no extension)
+#: answers it with itself while it lives (it holds no reference to the state).
+STATE_WANTED = object()
 
 
-def freeze_startup_objects() -> None:
-    """Exempt the objects that exist when the crawl starts from the garbage collector.
-
-    They are the crawl's long-lived part (modules of Scrapy, numpy, datasketch and scipy,
-    the loaded state), yet every full collection walks them all: in a crawl with the plugin
-    that blocked the reactor each time (``bench/bench_crawl.py`` measures the stalls).
-    :func:`gc.freeze` moves them out of the collector's reach, as CPython's docs suggest
-    for a process's startup objects; objects created later are collected as usual. A change
-    to the whole process: called at the crawl's start unless ``NEARDUP_GC_FREEZE`` is off.
-    """
-    gc.collect()
-    gc.freeze()
-
-
-_STATES: weakref.WeakKeyDictionary[Any, NearDupState] = weakref.WeakKeyDictionary()
+def crawl_state(crawler: Crawler) -> NearDupState:
+    """The crawler's one state: its :class:`NearDupState` extension (the Addon lists it in
+    ``EXTENSIONS``). Components wired by hand without it share the state the first of them
+    made, which answers :data:`STATE_WANTED` on the crawler's signals."""
+    state = crawler.get_extension(NearDupState)
+    if state is not None:
+        return state
+    for _, answer in crawler.signals.send_catch_log(STATE_WANTED):
+        if isinstance(answer, NearDupState):
+            return answer
+    made = NearDupState.from_crawler(crawler)
+    crawler.signals.connect(made.itself, signal=STATE_WANTED)
+    return made
 
 
 def repeat_key(key: str, n: int) -> str:

@@ -92,7 +92,40 @@ class StateDirectory:
         open the frontier if wanted, then start writing. StateError, with nothing left open
         and nothing written, when the state cannot be used."""
         try:
-            self._open(meta, identity, frontier, load)
+            if self.path.is_symlink():
+                refuse_link(self.path)
+            self.path.mkdir(parents=True, exist_ok=True)
+            for name in OLD_FILES:
+                if (self.path / name).exists() or (self.path / name).is_symlink():
+                    raise StateError(
+                        "state in the format of an earlier release of scrapy-neardup (snapshots "
+                        "and journals), which this one does not read: finish that crawl with the "
+                        "release that wrote it, or start this one with a new JOBDIR",
+                        path=str(self.path / name),
+                    )
+            jobdir = self.crawler.settings.get("JOBDIR") if self.crawler is not None else None
+            self._locks = state_locks(self.path, jobdir)
+            for lock in self._locks:
+                lock.acquire()
+            self.fresh = self.db.open({**meta, **identity})
+            for name, value in identity.items():
+                written_by = self.db.meta(name)
+                if value and written_by and written_by != value:
+                    raise StateError(
+                        f"state of another crawl: its {name} is {written_by!r}, this crawl's "
+                        f"{value!r}; give this crawl its own JOBDIR",
+                        path=str(self.db.path),
+                    )
+            load(self.db)
+            if frontier:
+                self.frontier = Frontier(self.db, self.stats)
+                self.frontier.crawler = self.crawler
+                self.frontier.read()
+            self.db.start_writing()
+            if self.frontier is not None:
+                self.frontier.start()
+                if not self.frontier.ended_cleanly:
+                    self.set_aside_scrapy_queue()
         except OSError as exc:  # a StateError names the file, as for every unreadable one
             self.abandon()
             message = f"cannot be read or written: {exc.strerror or exc}"
@@ -101,48 +134,6 @@ class StateDirectory:
             self.abandon()
             raise
         self._opened = True
-
-    def _open(
-        self,
-        meta: dict[str, str],
-        identity: dict[str, str],
-        frontier: bool,
-        load: Callable[[StateDB], None],
-    ) -> None:
-        if self.path.is_symlink():
-            refuse_link(self.path)
-        self.path.mkdir(parents=True, exist_ok=True)
-        for name in OLD_FILES:
-            if (self.path / name).exists() or (self.path / name).is_symlink():
-                raise StateError(
-                    "state in the format of an earlier release of scrapy-neardup (snapshots "
-                    "and journals), which this one does not read: finish that crawl with the "
-                    "release that wrote it, or start this one with a new JOBDIR",
-                    path=str(self.path / name),
-                )
-        jobdir = self.crawler.settings.get("JOBDIR") if self.crawler is not None else None
-        self._locks = state_locks(self.path, jobdir)
-        for lock in self._locks:
-            lock.acquire()
-        self.fresh = self.db.open({**meta, **identity})
-        for name, value in identity.items():
-            written_by = self.db.meta(name)
-            if value and written_by and written_by != value:
-                raise StateError(
-                    f"state of another crawl: its {name} is {written_by!r}, this crawl's "
-                    f"{value!r}; give this crawl its own JOBDIR",
-                    path=str(self.db.path),
-                )
-        load(self.db)
-        if frontier:
-            self.frontier = Frontier(self.db, self.stats)
-            self.frontier.crawler = self.crawler
-            self.frontier.read()
-        self.db.start_writing()
-        if self.frontier is not None:
-            self.frontier.start()
-            if not self.frontier.ended_cleanly:
-                self.set_aside_scrapy_queue()
 
     def set_aside_scrapy_queue(self) -> None:
         """After a crash, move Scrapy's JOBDIR request queue out of the scheduler's way.

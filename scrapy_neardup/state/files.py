@@ -105,15 +105,6 @@ class FileState(NearDupState):
         self.confirm = False
         self._recorded = 0  # new URLs not yet added to the stats
 
-    @property
-    def sync_clock(self) -> Any:
-        return self.directory.sync_clock if self.directory is not None else None
-
-    @sync_clock.setter
-    def sync_clock(self, clock: Any) -> None:
-        if self.directory is not None:
-            self.directory.sync_clock = clock
-
     def built(self) -> None:
         # Saved state is read while the crawler is built: a StateError then stops the crawl
         # with one clear message, not errors from a half-open engine.
