@@ -152,8 +152,7 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
         url_params = json.loads(raw.get(b"urls", b"{}"))
         capacity = url_params.get("capacity", 1)
         rate = url_params.get("error_rate", 0.001)
-        impl = url_params.get("impl") == "redisbloom"
-        bloom = redis_urls.url_filter(client, prefix, capacity, rate, use_module=impl)
+        bloom = redis_urls.url_filter(client, prefix, capacity, rate)
         info = bloom.info()
         members, related, near = (
             {fields[0]: Member(*fields) for fields in redis_index.members(client, prefix, name)}
