@@ -15,7 +15,9 @@ configuration is a ``CrawlSpider`` following every link of the site (``LinkExtra
   ``DropItem`` when ``query`` finds a candidate, else inserting;
 * ``add-on``: ``ADDONS = {"scrapy_neardup.Addon": 500}`` on its defaults, the callback
   yielding ``{"url"}`` (all an item needs: the add-on extracts the page's text itself);
-* ``add-on, 0 workers``: the same with ``NEARDUP_WORKERS = 0`` (extraction in the crawler).
+* ``add-on, 0 workers``: the same with ``NEARDUP_WORKERS = 0`` (extraction in the crawler);
+* ``plain, JOBDIR`` and ``add-on, JOBDIR``: ``plain`` and ``add-on`` with a ``JOBDIR``
+  (Scrapy's disk queues, the add-on's frontier journal and saved state).
 
 Rounds alternate the configurations (3 rounds, ``--quick`` 1) and medians are printed. For
 each: pages/s (responses over the crawl process's life, start-up included), the process
@@ -31,10 +33,16 @@ whether the add-on with workers dropped the same pages as without (each add-on c
 replayed with ``NEARDUP_WORKERS = 0``, its pages fetched one at a time in the order its
 pipeline met them: which copy of a group is kept follows that order); and, from the add-on's
 own stats, where its time went: the crawler process's CPU per page, the workers' busy and
-idle time, and how long items waited for their text.
+idle time, and how long items waited for their text. Last, the crawler process's CPU (all
+its threads, from the spider's opening to the process's end, so the add-on's closing counts)
+per response, plain Scrapy's and the add-on's side by side, without and with ``JOBDIR``, and
+their ratio. ``--profile`` adds, per response, where the crawler's main thread spent it
+(``cProfile``, by module; one more crawl of each, whose times the profiler inflates).
+``--pages N`` stops each crawl after N responses (``CLOSESPIDER_PAGECOUNT``): a smoke test.
 
 Targets (on 2 cores): add-on >= 1.8x the hand-written pipeline's pages/s; its wall within
-1.2x of its CPU limit; its tree's PSS <= 1.5x the hand-written pipeline's.
+1.2x of its CPU limit; its tree's PSS <= 1.5x the hand-written pipeline's. On any machine:
+the crawler process's CPU per response <= 1.1x plain Scrapy's, without and with ``JOBDIR``.
 """
 
 from __future__ import annotations
@@ -66,11 +74,22 @@ SITE_DIRS = (
     Path("/usr/share/doc/sqlite3"),
     Path.home() / ".cache/scrapy-neardup/sites/sqlite/usr/share/doc/sqlite3",
 )
-CONFIGS = ("plain", "hand-written", "add-on", "add-on, 0 workers")
+CONFIGS = (
+    "plain",
+    "hand-written",
+    "add-on",
+    "add-on, 0 workers",
+    "plain, JOBDIR",
+    "add-on, JOBDIR",
+)
+#: Each pair compared by the crawler process's CPU per response.
+PAIRS = (("plain", "add-on"), ("plain, JOBDIR", "add-on, JOBDIR"))
+#: Profiled main-thread groups shown (the largest by the add-on's time).
+PROFILE_ROWS = 16
 SAMPLE_EVERY = 0.1
 
 CRAWLER = r'''
-import json, resource, sys, time
+import json, os, resource, sys, time
 T0 = time.perf_counter()
 import scrapy
 from scrapy import signals
@@ -148,7 +167,10 @@ class MinHashPipeline:
 settings = {
     "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False, "ROBOTSTXT_OBEY": False,
     "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+    "CLOSESPIDER_PAGECOUNT": args["pages"],
 }
+if MODE.endswith("JOBDIR"):
+    settings["JOBDIR"] = "job"
 if MODE == "hand-written":
     settings["ITEM_PIPELINES"] = {"__main__.MinHashPipeline": 300}
 elif MODE.startswith("add-on"):
@@ -165,22 +187,18 @@ def on_dropped(item, exception, **kwargs):
     decided.append(item["url"])
 def on_scraped(item, **kwargs):
     decided.append(item["url"])
+profiler = None
+if args["profile"]:
+    import cProfile
+    profiler = cProfile.Profile(time.thread_time)  # CPU time: waits in epoll do not count
 def on_opened(**kwargs):
     t["opened"] = time.perf_counter()
+    t["cpu_opened"] = time.process_time()  # every thread of this process, not its children
+    t["main_opened"] = time.thread_time()  # the reactor's thread, which sends the signals
+    if profiler is not None:
+        profiler.enable()
 def on_closed(**kwargs):
     t["closed"] = time.perf_counter()
-    import os
-    tick = os.sysconf("SC_CLK_TCK")
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        cpu = (int(fields[11]) + int(fields[12])) / tick
-        key = "main_thread_cpu_s" if int(tid) == os.getpid() else "other_threads_cpu_s"
-        t[key] = t.get(key, 0.0) + cpu
 crawler.signals.connect(on_dropped, signal=signals.item_dropped)
 crawler.signals.connect(on_scraped, signal=signals.item_scraped)
 crawler.signals.connect(on_opened, signal=signals.spider_opened)
@@ -188,14 +206,30 @@ crawler.signals.connect(on_closed, signal=signals.spider_closed)
 process.crawl(crawler)
 process.start()
 stats = crawler.stats.get_stats()
+crawl_cpu = time.process_time() - t["cpu_opened"]
+main_cpu = time.thread_time() - t["main_opened"]
+profile = {}
+if profiler is not None:
+    import pstats
+    profiler.disable()
+    for (path, _, name), (_, _, own, _, _) in pstats.Stats(profiler).stats.items():
+        parts = path.split(os.sep)
+        if "scrapy_neardup" in parts:
+            group = "/".join(parts[parts.index("scrapy_neardup"):])
+        elif "site-packages" in parts:
+            group = parts[parts.index("site-packages") + 1]
+        else:  # a C function, or the standard library's module
+            group = name if path == "~" else "stdlib " + parts[-1]
+        profile[group] = profile.get(group, 0.0) + own
 usage = resource.getrusage(resource.RUSAGE_SELF)
 with open(args["out"], "w") as out:
     json.dump({
         "own_cpu_s": usage.ru_utime + usage.ru_stime,
         "crawl_s": t["closed"] - t["opened"],
         "startup_s": t["opened"] - T0,
-        "main_thread_cpu_s": t.get("main_thread_cpu_s", 0.0),
-        "other_threads_cpu_s": t.get("other_threads_cpu_s", 0.0),
+        "crawl_cpu_s": crawl_cpu,
+        "main_thread_cpu_s": main_cpu,
+        "profile": profile,
         "pages": stats.get("response_received_count", 0),
         "items": stats.get("item_scraped_count", 0) + stats.get("item_dropped_count", 0),
         "dropped": sorted(url for url, _ in dropped),
@@ -276,15 +310,24 @@ def machine_busy_s() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def crawl(mode: str, start: str, replay: list[str] | None = None) -> dict[str, Any]:
+def crawl(
+    mode: str,
+    start: str,
+    replay: list[str] | None = None,
+    pages: int = 0,
+    profile: bool = False,
+) -> dict[str, Any]:
     """One crawl in its own process: what it reports, with its tree's CPU and peak PSS.
-    With ``replay``, those URLs are fetched one at a time in that order, not crawled."""
+    With ``replay``, those URLs are fetched one at a time in that order, not crawled;
+    ``pages``: stop after that many responses (0: none); ``profile``: its main thread's
+    time by module."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp, "out.json")
         script = Path(tmp, "crawl.py")
         script.write_text(CRAWLER)
         env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        given = {"mode": mode, "start": start, "out": str(out)}
+        given = {"mode": mode, "start": start, "out": str(out), "pages": pages}
+        given["profile"] = profile
         if replay is not None:
             given["replay"] = replay
         arg = json.dumps(given)
@@ -331,7 +374,12 @@ def median(runs: list[dict], key: str) -> float:
 
 
 def run(
-    quick: bool = False, rounds: int | None = None, site: str | None = None, save: str = ""
+    quick: bool = False,
+    rounds: int | None = None,
+    site: str | None = None,
+    save: str = "",
+    pages: int = 0,
+    profile: bool = False,
 ) -> int:
     root = find_site(site)
     if root is None:
@@ -349,7 +397,7 @@ def run(
     try:
         for number in range(rounds):
             for mode in CONFIGS:
-                r = crawl(mode, start)
+                r = crawl(mode, start, pages=pages)
                 results[mode].append(r)
                 print(
                     f"round {number + 1} {mode:<18} {r['pages_per_s']:6.1f} pages/s "
@@ -364,12 +412,18 @@ def run(
             replayed = crawl("add-on, 0 workers", start, replay=r["decided"])
             results.setdefault("replayed", []).append(replayed)
             print(f"round {number} replayed without workers: {len(replayed['dropped'])} dropped")
+        profiled = {
+            mode: crawl(mode, start, pages=pages, profile=True) for mode in PAIRS[0] if profile
+        }
     finally:
         server.shutdown()
         server.server_close()
     if save:
         Path(save).write_text(json.dumps({"cores": cores, "rounds": rounds, "results": results}))
     report(results, cores, rounds, root)
+    report_crawler_cpu(results)
+    if profile:
+        report_profile(profiled)
     return 0
 
 
@@ -477,7 +531,7 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
                 f"{(only_a + only_z)[:3]}"
             )
     print()
-    for mode in ("add-on", "add-on, 0 workers"):
+    for mode in ("add-on", "add-on, 0 workers", "add-on, JOBDIR"):
         runs = results[mode]
         stats = [r["neardup"] for r in runs]
 
@@ -493,10 +547,10 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
         )
         if stat("neardup/extract/workers"):
             print(
-                f"  {stat('neardup/extract/workers'):.0f} workers, busy "
+                f"  workers: {stat('neardup/extract/workers'):.0f}; busy "
                 f"{stat('neardup/extract/busy_s'):.1f} s, idle "
-                f"{stat('neardup/extract/idle_s'):.1f} s (worker-seconds, from the "
-                f"first task to the last)"
+                f"{stat('neardup/extract/idle_s'):.1f} s (worker-seconds, from the first "
+                f"task to the last result)"
             )
         wait = stat("neardup/extract/wait_s")
         print(
@@ -506,14 +560,71 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
         )
 
 
+def per_response_ms(run: dict, key: str) -> float:
+    return run[key] / max(run["pages"], 1) * 1000
+
+
+def report_crawler_cpu(results: dict[str, list[dict]]) -> None:
+    """The crawler process's CPU per response, plain Scrapy's and the add-on's side by side
+    (medians, and the ratio in each round: crawls of one round met the same machine)."""
+    rows = []
+    for base, addon in PAIRS:
+        for key, what in (("crawl_cpu_s", "all threads"), ("main_thread_cpu_s", "main thread")):
+            plain_ms = [per_response_ms(r, key) for r in results[base]]
+            addon_ms = [per_response_ms(r, key) for r in results[addon]]
+            ratios = [a / p if p else float("inf") for a, p in zip(addon_ms, plain_ms, strict=True)]
+            rows.append(
+                [
+                    f"{addon} / {base}, {what}",
+                    f"{statistics.median(plain_ms):.2f}",
+                    f"{statistics.median(addon_ms):.2f}",
+                    f"{statistics.median(ratios):.2f}x",
+                    ", ".join(f"{ratio:.2f}" for ratio in ratios),
+                ]
+            )
+    print_table(
+        ["crawler process CPU", "plain ms/resp", "add-on ms/resp", "ratio", "by round"],
+        rows,
+        "The crawler process's CPU per response, from the spider's opening to the process's "
+        "end (target: ratio of all threads <= 1.1x)",
+    )
+
+
+def report_profile(profiled: dict[str, dict]) -> None:
+    """The crawler's main thread per response, by module (``cProfile``'s own time)."""
+    base, addon = (profiled[mode] for mode in PAIRS[0])
+    groups = sorted(
+        set(base["profile"]) | set(addon["profile"]),
+        key=lambda group: -addon["profile"].get(group, 0.0),
+    )
+    rows = [
+        [
+            group,
+            f"{base['profile'].get(group, 0.0) / max(base['pages'], 1) * 1000:.3f}",
+            f"{addon['profile'].get(group, 0.0) / max(addon['pages'], 1) * 1000:.3f}",
+        ]
+        for group in groups[:PROFILE_ROWS]
+    ]
+    totals = [sum(run["profile"].values()) / max(run["pages"], 1) * 1000 for run in (base, addon)]
+    rows.append(["all (profiled)", f"{totals[0]:.3f}", f"{totals[1]:.3f}"])
+    print_table(
+        ["main thread, by module", *(f"{mode} ms/resp" for mode in PAIRS[0])],
+        rows,
+        f"Where the crawler's main thread spends a response (cProfile, one crawl each: "
+        f"{base['pages']} and {addon['pages']} responses; the profiler inflates every time)",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one round")
     parser.add_argument("--rounds", type=int, help="rounds of all configurations (3)")
     parser.add_argument("--site", help="the site's directory (default: sqlite3-doc's)")
     parser.add_argument("--save", default="", help="write every crawl's figures to this JSON")
+    parser.add_argument("--pages", type=int, default=0, help="stop each crawl after N responses")
+    parser.add_argument("--profile", action="store_true", help="profile the crawler's main thread")
     args = parser.parse_args()
-    sys.exit(run(args.quick, args.rounds, args.site, args.save))
+    sys.exit(run(args.quick, args.rounds, args.site, args.save, args.pages, args.profile))
 
 
 if __name__ == "__main__":
