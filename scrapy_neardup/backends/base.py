@@ -42,6 +42,7 @@ class Backend(ABC):
     hamming_limit: int = 0  #: bits from a match's :meth:`hamming_key` to the signature's
     excerpt_screen: float = 0.0  #: a lower :meth:`estimate` is verified if excerpts are shared
     lshbloom: bool = False  #: ``NEARDUP_INDEX="lshbloom"`` may keep its buckets (LSH bands)
+    checks: int | None = None  #: candidates a store verifies per query at most (None: all)
 
     @abstractmethod
     def params(self) -> dict[str, Any]:

@@ -65,6 +65,10 @@ SIMILAR_SPOTS = True
 BITS_PER_SHINGLE = 10
 MAX_FILTER_BYTES = 131072  # 10 bits a shingle up to ~100k distinct 3-shingles
 MAX_FALSE_POSITIVES = 0.05
+#: Candidates verified per query at most, those sharing the most buckets with the page (its
+#: best by what the index knows, before any signature is read): however many earlier pages
+#: share a navigation line with it, a page costs this many checks (docs/design.md#checks-per-query).
+CHECKS = 32
 #: A kept page with fewer distinct 3-shingles than this share of a new page's is not verified
 #: against it (Verified.check): it cannot hold the new page's own text at the decision's lines.
 SMALLER_KEPT = 0.1
@@ -700,9 +704,9 @@ class Verified(Backend):
     """A backend whose candidates are verified exactly (see the module docstring).
 
     Its signature is a :class:`Signature`. Buckets, probing and the store's screens are the
-    backend's (with the excerpt keys: backends/excerpts.py). The backend's ``estimate`` (its
-    similarity without its threshold, where it has one) only screens candidates; the decision
-    is :meth:`check`'s.
+    backend's (with the excerpt keys: backends/excerpts.py); a store verifies at most
+    :data:`CHECKS` candidates a query. The backend's ``estimate`` (its similarity without its
+    threshold, where it has one) only screens candidates; the decision is :meth:`check`'s.
 
     Both rules are worked out for every candidate; ``decision`` says which one drops:
 
@@ -742,6 +746,7 @@ class Verified(Backend):
         self.name = backend.name
         self.reads_tokens = backend.reads_tokens
         self.hamming_limit = backend.hamming_limit
+        self.checks = CHECKS
         self.decision = decision
         self.similar_shingles = similar_shingles
         self._spec = ShingleSpec("word", similar_shingles)

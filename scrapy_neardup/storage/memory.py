@@ -9,14 +9,16 @@ costs: ``docs/design.md#memory-store``.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import mmap
 import os
 import tempfile
 import threading
 import weakref
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -214,6 +216,16 @@ class _Postings:
             docs.extend(recent[row])
             out.append(docs)
         return out
+
+
+def best_first(hits: Counter[int], limit: int | None) -> list[int]:
+    """The candidates to verify: all of ``hits`` (candidate -> buckets shared, in the order
+    met) when they are at most ``limit``, else the ``limit`` sharing the most buckets (the
+    first met among equals), in the order met."""
+    if limit is None or len(hits) <= limit:
+        return list(hits)
+    chosen = set(heapq.nlargest(limit, hits, key=hits.__getitem__))
+    return [doc for doc in hits if doc in chosen]
 
 
 def _short(keys: np.ndarray) -> np.ndarray:
@@ -416,19 +428,17 @@ class MemoryBucketStore:
         self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None
     ) -> list[tuple[str, float]]:
         matches: list[tuple[str, float]] = []
-        seen: set[int] = set()
+        # Each candidate with the buckets it shares, in the order first met.
+        hits = Counter(chain.from_iterable(self._postings.lookup(buckets, probe)))
         near = self._codec.hamming_key(signature) if self._codec is not None else None
-        for docs in self._postings.lookup(buckets, probe):
-            for doc in docs:
-                if doc in seen:
-                    continue
-                seen.add(doc)
-                if near is not None and self._too_far(doc, near):
-                    continue
-                key = self._key_bytes(doc).decode()
-                similarity = verify(key, self._candidate(doc))
-                if similarity is not None:
-                    matches.append((key, similarity))
+        if near is not None:
+            hits = Counter({doc: n for doc, n in hits.items() if not self._too_far(doc, near)})
+        limit = self._codec.checks if self._codec is not None else None
+        for doc in best_first(hits, limit):
+            key = self._key_bytes(doc).decode()
+            similarity = verify(key, self._candidate(doc))
+            if similarity is not None:
+                matches.append((key, similarity))
         return matches
 
     def query_and_add(

@@ -27,10 +27,11 @@ from scrapy_neardup.storage.redis_client import (
 _INDEX_LUA = """
 -- KEYS[1] docs hash, KEYS[2] ids hash, KEYS[3] id counter, KEYS[4..] the document's buckets
 -- ARGV[1] key, ARGV[2] packed document, ARGV[3] mode: add | query | force,
--- ARGV[4] probe (0: every bucket), ARGV[5..] per bucket the length already verified
--- (-1: not watched); absent on a first call, which watches every bucket (or the `probe`
--- least filled ones) from its start.
--- Returns {1} added, {2} key already indexed, or {0, lengths, newcomers' packed docs}.
+-- ARGV[4] probe (0: every bucket), ARGV[5] limit (0: none), ARGV[6..] per bucket the length
+-- already verified (-1: not watched); absent on a first call, which watches every bucket (or
+-- the `probe` least filled ones) from its start.
+-- Returns {1} added, {2} key already indexed, or {0, lengths, newcomers' packed docs}: past
+-- `limit` newcomers, the `limit` in most of the watched buckets (the first met among equals).
 local nb = #KEYS - 3
 local mode = ARGV[3]
 if mode ~= 'query' and redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return {2} end
@@ -44,7 +45,7 @@ local function add()
 end
 if mode == 'force' then return add() end
 local was = {}
-if #ARGV == 4 then
+if #ARGV == 5 then
   local probe = tonumber(ARGV[4])
   for i = 1, nb do was[i] = 0 end
   if probe > 0 and probe < nb then
@@ -57,7 +58,7 @@ if #ARGV == 4 then
     for r = probe + 1, nb do was[order[r]] = -1 end
   end
 else
-  for i = 1, nb do was[i] = tonumber(ARGV[4 + i]) end
+  for i = 1, nb do was[i] = tonumber(ARGV[5 + i]) end
 end
 local fresh, have, lengths = {}, {}, {}
 for i = 1, nb do
@@ -70,7 +71,7 @@ for i = 1, nb do
       local ids = redis.call('GETRANGE', KEYS[3 + i], was[i], len - 1)
       for j = 1, #ids - 3, 4 do
         local id = struct.unpack('<I4', ids, j)
-        if not have[id] then have[id] = true; fresh[#fresh + 1] = id end
+        if have[id] then have[id] = have[id] + 1 else have[id] = 1; fresh[#fresh + 1] = id end
       end
     end
   end
@@ -78,6 +79,21 @@ end
 if #fresh == 0 then
   if mode == 'add' then return add() end
   return {0, lengths, {}}
+end
+local limit = tonumber(ARGV[5])
+if limit > 0 and #fresh > limit then
+  local rank = {}
+  for r = 1, #fresh do rank[r] = r end
+  table.sort(rank, function(a, b)
+    if have[fresh[a]] ~= have[fresh[b]] then return have[fresh[a]] > have[fresh[b]] end
+    return a < b
+  end)
+  local chosen = {}
+  for r = 1, limit do chosen[r] = rank[r] end
+  table.sort(chosen)
+  local best = {}
+  for r = 1, limit do best[r] = fresh[chosen[r]] end
+  fresh = best
 end
 local docs = {}
 for s = 1, #fresh, 1000 do
@@ -107,11 +123,11 @@ def _unpack_doc(data: bytes) -> tuple[str, bytes]:
 class RedisBucketStore:
     """A :class:`~scrapy_neardup.backends.base.BucketStore` in Redis, safe for many writers.
 
-    ``codec`` is the backend (its ``encode``/``decode``); nothing else of it is used. See the
-    module docstring for the keys and for why :meth:`query_and_add` never lets two processes
-    both keep a near-duplicate pair. A candidate's record that cannot be read (another client
-    wrote it) is handed to ``on_corrupt`` (a :class:`CorruptRecord`) and left out of the
-    comparison; without ``on_corrupt`` it is raised.
+    ``codec`` is the backend (its ``encode``/``decode`` and ``checks``); nothing else of it is
+    used. See the module docstring for the keys and for why :meth:`query_and_add` never lets
+    two processes both keep a near-duplicate pair. A candidate's record that cannot be read
+    (another client wrote it) is handed to ``on_corrupt`` (a :class:`CorruptRecord`) and left
+    out of the comparison; without ``on_corrupt`` it is raised.
     """
 
     def __init__(
@@ -138,7 +154,8 @@ class RedisBucketStore:
 
     def _run(self, keys: list[str], key: str, doc: bytes, mode: str, probe: int, lengths=()):
         self.calls += 1
-        return self._script(keys=keys, args=[key, doc, mode, probe, *lengths])
+        limit = self.codec.checks or 0
+        return self._script(keys=keys, args=[key, doc, mode, probe, limit, *lengths])
 
     def _search(
         self,
