@@ -394,15 +394,11 @@ def candidate_params(
     similar_shingles: int | None = None,
     similar_spots: bool = SIMILAR_SPOTS,
 ) -> dict:
-    """Default parameters of the backend named ``method`` for a decision: for "similar", its
-    :meth:`~scrapy_neardup.backends.base.Backend.similar_candidates`; nothing otherwise.
-
-    Not under "contained": the similar rule's candidates would record more kept reprints as
-    near (evaluation/ACCURACY.md#the-spotsigs-gold-set), but on pages that share a long
-    navigation line they propose every earlier page of the site, so checks grow with the
-    crawl; the backend's own candidates stay bounded (tests/test_excerpts.py)."""
-    if decision != "similar":
-        return {}
+    """Default parameters of the backend named ``method``: its
+    :meth:`~scrapy_neardup.backends.base.Backend.similar_candidates`, under either
+    ``decision``: under "contained" they find the kept reprints that the similar rule records
+    as near (evaluation/ACCURACY.md#the-spotsigs-gold-set); a query verifies at most
+    :data:`CHECKS` of them."""
     size = SIMILAR_SHINGLES if similar_shingles is None else similar_shingles
     return BACKENDS.get(method, Backend).similar_candidates(size, similar_spots)
 
