@@ -14,7 +14,7 @@ from saved_state import resume
 from corpus.documents import synthetic_sentences
 from corpus.text import excerpt
 from scrapy_neardup.backends import BACKENDS as ALL_BACKENDS
-from scrapy_neardup.backends.containment import CHECKS, candidate_params
+from scrapy_neardup.backends.containment import CHECKS, STRONG, candidate_params
 from scrapy_neardup.backends.excerpts import FULL, MIN_WORDS, SHINGLE, WINDOW, winnow
 from scrapy_neardup.deduplicator import Deduplicator, Signed, memory_stores
 from scrapy_neardup.exceptions import StateError
@@ -128,8 +128,9 @@ def test_the_similar_candidates_cost_a_bounded_number_of_checks(
         params = candidate_params("minhash", "similar")
         dedup = Deduplicator("minhash", decision=decision, stores=stores, **params)
         verified = dedup.near.method
-        assert verified.checks == CHECKS
-        verified.checks = limit = 6  # the same bound, met after fewer pages
+        assert verified.checks == (CHECKS, STRONG)
+        limit = 6  # the same bound, met after fewer pages
+        verified.checks = (limit, STRONG)
         nav = " ".join(f"Section{i} Topic{i} News{i}" for i in range(25))
         checks: list[int] = []
         check = verified.check

@@ -218,14 +218,16 @@ class _Postings:
         return out
 
 
-def best_first(hits: Counter[int], limit: int | None) -> list[int]:
-    """The candidates to verify: all of ``hits`` (candidate -> buckets shared, in the order
-    met) when they are at most ``limit``, else the ``limit`` sharing the most buckets (the
-    first met among equals), in the order met."""
+def best_first(hits: Counter[int], limit: int | None, strong: int) -> list[int]:
+    """The candidates to verify, in the order met: all of ``hits`` (candidate -> buckets
+    shared, in the order met) when they are at most ``limit``, else those sharing at least
+    ``strong`` buckets and, of the others, the ``limit`` sharing the most (the first met
+    among equals)."""
     if limit is None or len(hits) <= limit:
         return list(hits)
-    chosen = set(heapq.nlargest(limit, hits, key=hits.__getitem__))
-    return [doc for doc in hits if doc in chosen]
+    weak = [doc for doc, n in hits.items() if n < strong]
+    chosen = set(heapq.nlargest(limit, weak, key=hits.__getitem__))
+    return [doc for doc, n in hits.items() if n >= strong or doc in chosen]
 
 
 def _short(keys: np.ndarray) -> np.ndarray:
@@ -433,8 +435,8 @@ class MemoryBucketStore:
         near = self._codec.hamming_key(signature) if self._codec is not None else None
         if near is not None:
             hits = Counter({doc: n for doc, n in hits.items() if not self._too_far(doc, near)})
-        limit = self._codec.checks if self._codec is not None else None
-        for doc in best_first(hits, limit):
+        limit, strong = (None, 0) if self._codec is None else self._codec.checks
+        for doc in best_first(hits, limit, strong):
             key = self._key_bytes(doc).decode()
             similarity = verify(key, self._candidate(doc))
             if similarity is not None:

@@ -27,11 +27,12 @@ from scrapy_neardup.storage.redis_client import (
 _INDEX_LUA = """
 -- KEYS[1] docs hash, KEYS[2] ids hash, KEYS[3] id counter, KEYS[4..] the document's buckets
 -- ARGV[1] key, ARGV[2] packed document, ARGV[3] mode: add | query | force,
--- ARGV[4] probe (0: every bucket), ARGV[5] limit (0: none), ARGV[6..] per bucket the length
--- already verified (-1: not watched); absent on a first call, which watches every bucket (or
--- the `probe` least filled ones) from its start.
+-- ARGV[4] probe (0: every bucket), ARGV[5] limit (0: none), ARGV[6] strong, ARGV[7..] per
+-- bucket the length already verified (-1: not watched); absent on a first call, which watches
+-- every bucket (or the `probe` least filled ones) from its start.
 -- Returns {1} added, {2} key already indexed, or {0, lengths, newcomers' packed docs}: past
--- `limit` newcomers, the `limit` in most of the watched buckets (the first met among equals).
+-- `limit` newcomers, those in `strong` or more of the watched buckets and, of the others,
+-- the `limit` in the most (the first met among equals).
 local nb = #KEYS - 3
 local mode = ARGV[3]
 if mode ~= 'query' and redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return {2} end
@@ -45,7 +46,7 @@ local function add()
 end
 if mode == 'force' then return add() end
 local was = {}
-if #ARGV == 5 then
+if #ARGV == 6 then
   local probe = tonumber(ARGV[4])
   for i = 1, nb do was[i] = 0 end
   if probe > 0 and probe < nb then
@@ -58,7 +59,7 @@ if #ARGV == 5 then
     for r = probe + 1, nb do was[order[r]] = -1 end
   end
 else
-  for i = 1, nb do was[i] = tonumber(ARGV[5 + i]) end
+  for i = 1, nb do was[i] = tonumber(ARGV[6 + i]) end
 end
 local fresh, have, lengths = {}, {}, {}
 for i = 1, nb do
@@ -80,19 +81,19 @@ if #fresh == 0 then
   if mode == 'add' then return add() end
   return {0, lengths, {}}
 end
-local limit = tonumber(ARGV[5])
+local limit, strong = tonumber(ARGV[5]), tonumber(ARGV[6])
 if limit > 0 and #fresh > limit then
-  local rank = {}
-  for r = 1, #fresh do rank[r] = r end
+  local rank, chosen = {}, {}
+  for r = 1, #fresh do
+    if have[fresh[r]] >= strong then chosen[r] = true else rank[#rank + 1] = r end
+  end
   table.sort(rank, function(a, b)
     if have[fresh[a]] ~= have[fresh[b]] then return have[fresh[a]] > have[fresh[b]] end
     return a < b
   end)
-  local chosen = {}
-  for r = 1, limit do chosen[r] = rank[r] end
-  table.sort(chosen)
+  for r = 1, math.min(limit, #rank) do chosen[rank[r]] = true end
   local best = {}
-  for r = 1, limit do best[r] = fresh[chosen[r]] end
+  for r = 1, #fresh do if chosen[r] then best[#best + 1] = fresh[r] end end
   fresh = best
 end
 local docs = {}
@@ -154,8 +155,9 @@ class RedisBucketStore:
 
     def _run(self, keys: list[str], key: str, doc: bytes, mode: str, probe: int, lengths=()):
         self.calls += 1
-        limit = self.codec.checks or 0
-        return self._script(keys=keys, args=[key, doc, mode, probe, limit, *lengths])
+        limit, strong = self.codec.checks
+        args = [key, doc, mode, probe, limit or 0, strong, *lengths]
+        return self._script(keys=keys, args=args)
 
     def _search(
         self,
