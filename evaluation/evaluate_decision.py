@@ -108,7 +108,11 @@ def main(argv: list[str] | None = None) -> int:
         similar = {"decision": "similar"}
         shingles_only = {**similar, "similar_spots": False}
         configs = [
-            Config.of("minhash", label="minhash (default, contained)"),
+            Config.of(
+                "minhash",
+                label="minhash (default, contained)",
+                **candidate_params("minhash", "contained"),
+            ),
             Config.of(
                 "minhash",
                 label="minhash similar (default)",

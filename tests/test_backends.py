@@ -119,7 +119,13 @@ def test_encodings_are_little_endian() -> None:
             {"k": 6, "lines": 0},
             {"NEARDUP_SIMHASH_K": 6, "NEARDUP_BACKEND_PARAMS": {"lines": 0}},
         ),
-        ("spotsigs", {"anchors": 0}, {"NEARDUP_BACKEND_PARAMS": {"anchors": 0}}),
+        # the indexes the backends had under "contained" before it took the similar rule's
+        # candidates
+        (
+            "spotsigs",
+            {"anchors": 0},
+            {"NEARDUP_BACKEND_PARAMS": {"anchors": 0, "chain": 2}, "NEARDUP_THRESHOLD": 0.5},
+        ),
     ],
 )
 def test_a_state_from_before_the_new_defaults_resumes_with_the_old_settings(
@@ -134,6 +140,31 @@ def test_a_state_from_before_the_new_defaults_resumes_with_the_old_settings(
 
     old = Deduplicator(make_backend(backend, **before))
     assert not ({"lines", "anchors"} & set(old.near.method.backend.params()))
+    old.check("https://a.example/1", TEXT)
+    config = NearDupConfig.from_settings({"NEARDUP_BACKEND": backend, **settings})
+    resumed = resume(old, Deduplicator(backend_from_config(config)))
+    assert len(resumed) == 1
+    with pytest.raises(StateError, match="params"):
+        resume(old, Deduplicator(backend))
+
+
+@pytest.mark.parametrize(
+    ("backend", "settings"),
+    [
+        ("minhash", {"NEARDUP_BACKEND_PARAMS": {"shingles": "word:3"}, "NEARDUP_THRESHOLD": 0.4}),
+        ("spotsigs", {"NEARDUP_BACKEND_PARAMS": {"chain": 2}, "NEARDUP_THRESHOLD": 0.5}),
+    ],
+)
+def test_a_contained_state_of_the_backends_own_candidates_resumes_with_them(
+    backend: str, settings: dict
+) -> None:
+    """A "contained" state written when that decision took the backend's own candidates
+    resumes with the README's upgrade settings; the new defaults refuse it at start."""
+    from scrapy_neardup.config import NearDupConfig
+    from scrapy_neardup.deduplicator import Deduplicator
+    from scrapy_neardup.exceptions import StateError
+
+    old = Deduplicator(make_backend(backend))
     old.check("https://a.example/1", TEXT)
     config = NearDupConfig.from_settings({"NEARDUP_BACKEND": backend, **settings})
     resumed = resume(old, Deduplicator(backend_from_config(config)))

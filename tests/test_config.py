@@ -195,7 +195,8 @@ def test_the_command_line_cases_cover_every_setting_of_the_readme() -> None:
 def test_backend_params_from_a_json_string_reach_the_method() -> None:
     settings = cmdline(NEARDUP_BACKEND_PARAMS='{"num_perm": 256}', NEARDUP_THRESHOLD="0.6")
     c = NearDupConfig.from_settings(settings)
-    assert c.backend_kwargs() == {"num_perm": 256, "threshold": 0.6}
+    # with the default candidates' shingles (the similar rule's, under either decision)
+    assert c.backend_kwargs() == {"num_perm": 256, "threshold": 0.6, "shingles": "word:2"}
     assert backend_from_config(c).num_perm == 256
     c = NearDupConfig.from_settings(
         cmdline(NEARDUP_BACKEND="simhash", NEARDUP_BACKEND_PARAMS='{"k": 5}')

@@ -127,17 +127,20 @@ def test_the_decision_is_checked() -> None:
         Verified(make_backend("minhash"), similar_shingles=9)
 
 
-def test_similar_candidates_default_to_the_rules_shingles() -> None:
-    dedup = Deduplicator(decision="similar")
+@pytest.mark.parametrize("decision", ["contained", "similar"])
+def test_candidates_default_to_the_similar_rules_shingles(decision: str) -> None:
+    """Under either decision: under "contained", what the "similar" rule would drop is
+    proposed, verified and recorded as near."""
+    dedup = Deduplicator(decision=decision)
     assert dedup.method.params()["shingles"] == f"word:{SIMILAR_SHINGLES}"
     assert dedup.method.threshold < SIMILARITY
     # SpotSigs's index finds every pair at the spot rule's Jaccard, over the rule's spots
-    spots = Deduplicator("spotsigs", decision="similar").method
+    spots = Deduplicator("spotsigs", decision=decision).method
     assert (spots.chain, spots.threshold) == (SPOT_CHAIN, SPOT_SIMILARITY)
-    assert Deduplicator("spotsigs", decision="similar", similar_spots=False).method.chain == 2
-    # the default decision keeps the method's defaults
-    assert Deduplicator().method.params()["shingles"] == "word:3"
-    assert Deduplicator(decision="similar", threshold=0.5).method.threshold == 0.5
+    assert Deduplicator("spotsigs", decision=decision, similar_spots=False).method.chain == 2
+    # a backend's own parameters win
+    assert Deduplicator(shingles="word:3").method.params()["shingles"] == "word:3"
+    assert Deduplicator(decision=decision, threshold=0.5).method.threshold == 0.5
 
 
 # -- every threshold moves the result ---------------------------------------------------------
@@ -333,7 +336,8 @@ def test_settings_reach_the_engine() -> None:
     assert not verify.similar_spots and verify.signature(Document(text(STORY)))[3] is None
     assert config.backend_kwargs()["shingles"] == "word:3"  # the candidates follow the rule
     default = NearDupConfig.from_settings({})
-    assert default.decision == "contained" and default.backend_kwargs() == {}
+    assert default.decision == "contained"  # with the similar rule's candidates
+    assert default.backend_kwargs() == {"shingles": "word:2", "threshold": 0.2}
 
 
 @pytest.mark.parametrize(

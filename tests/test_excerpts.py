@@ -14,8 +14,9 @@ from saved_state import resume
 from corpus.documents import synthetic_sentences
 from corpus.text import excerpt
 from scrapy_neardup.backends import BACKENDS as ALL_BACKENDS
+from scrapy_neardup.backends.containment import CHECKS, STRONG, candidate_params
 from scrapy_neardup.backends.excerpts import FULL, MIN_WORDS, SHINGLE, WINDOW, winnow
-from scrapy_neardup.deduplicator import Deduplicator, Signed
+from scrapy_neardup.deduplicator import Deduplicator, Signed, memory_stores
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.storage import redis_client, redis_index
 from scrapy_neardup.text import Document
@@ -94,9 +95,10 @@ def _site_page(nav: str, seed: int) -> str:
 def test_a_shared_navigation_line_is_no_drop_and_its_checks_stay_bounded() -> None:
     nav = " ".join(f"Section{i} Topic{i} News{i}" for i in range(25))  # 75 words, one line
     # A key stops being queried when FULL pages were posted under it: however many pages
-    # share the line, a page is checked against at most FULL of them.
+    # share the line, a page is checked against at most FULL of them (with the backend's own
+    # candidates; the similar rule's are bounded by the store, as tested below).
     checks = []
-    dedup = Deduplicator("minhash")
+    dedup = Deduplicator("minhash", shingles="word:3", threshold=0.4)
     verified = dedup.near.method
     check = verified.check
     verified.check = lambda new, kept: checks.append(1) or check(new, kept)
@@ -104,6 +106,44 @@ def test_a_shared_navigation_line_is_no_drop_and_its_checks_stay_bounded() -> No
         checks.clear()
         assert not dedup.check(f"page{i}", _site_page(nav, 40 + i)).is_duplicate
         assert len(checks) < FULL
+
+
+@pytest.mark.parametrize(
+    ("decision", "store"),
+    [("similar", "memory"), ("contained", "memory"), ("similar", "redis")],
+)
+def test_the_similar_candidates_cost_a_bounded_number_of_checks(
+    decision: str, store: str, tmp_path
+) -> None:
+    """MinHash over the similar rule's 2-shingles at 0.2 proposes nearly every earlier page of
+    a site for a page that shares its navigation line; a store verifies at most ``checks``
+    of them a query, those sharing the most buckets: the checks a page costs stop growing
+    with the crawl, under either decision."""
+    server = RedisServer(tmp_path).start() if store == "redis" else None
+    try:
+        stores = memory_stores
+        if server is not None:
+            client = redis_client.connect(server.url)
+            stores = lambda name, codec: redis_index.RedisBucketStore(client, "x", name, codec)  # noqa: E731
+        params = candidate_params("minhash", "similar")
+        dedup = Deduplicator("minhash", decision=decision, stores=stores, **params)
+        verified = dedup.near.method
+        assert verified.checks == (CHECKS, STRONG)
+        limit = 6  # the same bound, met after fewer pages
+        verified.checks = (limit, STRONG)
+        nav = " ".join(f"Section{i} Topic{i} News{i}" for i in range(25))
+        checks: list[int] = []
+        check = verified.check
+        verified.check = lambda new, kept: checks.append(1) or check(new, kept)
+        per_page = []
+        for i in range(5 * limit):
+            checks.clear()
+            assert not dedup.check(f"page{i}", _site_page(nav, 40 + i)).is_duplicate
+            per_page.append(len(checks))
+    finally:
+        if server is not None:
+            server.stop()
+    assert max(per_page) == limit, per_page
 
 
 def test_excerpt_keys_are_in_the_params_and_an_older_state_resumes() -> None:

@@ -49,6 +49,9 @@ class Backend(ABC):
     hamming_limit: int = 0  #: bits from a match's :meth:`hamming_key` to the signature's
     excerpt_screen: float = 0.0  #: a lower :meth:`estimate` is verified if excerpts are shared
     lshbloom: bool = False  #: ``NEARDUP_INDEX="lshbloom"`` may keep its buckets (LSH bands)
+    #: (N, S): a store verifies the candidates sharing S buckets or more with a query and, of
+    #: the others, the N sharing the most; (None, 0): all of them
+    checks: tuple[int | None, int] = (None, 0)
 
     @abstractmethod
     def params(self) -> dict[str, Any]:

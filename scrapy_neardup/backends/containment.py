@@ -65,6 +65,13 @@ SIMILAR_SPOTS = True
 BITS_PER_SHINGLE = 10
 MAX_FILTER_BYTES = 131072  # 10 bits a shingle up to ~100k distinct 3-shingles
 MAX_FALSE_POSITIVES = 0.05
+#: Candidates a query verifies, by the buckets they share with the page (what the index
+#: knows before any signature is read): every one sharing STRONG buckets or more (at a
+#: Jaccard of 0.45, about 9 of MinHash's 44 bands), and of the others the CHECKS sharing the
+#: most: however many earlier pages share only a navigation line with a page, it costs at
+#: most CHECKS checks for them (docs/design.md#checks-per-query).
+CHECKS = 32
+STRONG = 8
 #: A kept page with fewer distinct 3-shingles than this share of a new page's is not verified
 #: against it (Verified.check): it cannot hold the new page's own text at the decision's lines.
 SMALLER_KEPT = 0.1
@@ -390,15 +397,11 @@ def candidate_params(
     similar_shingles: int | None = None,
     similar_spots: bool = SIMILAR_SPOTS,
 ) -> dict:
-    """Default parameters of the backend named ``method`` for a decision: for "similar", its
-    :meth:`~scrapy_neardup.backends.base.Backend.similar_candidates`; nothing otherwise.
-
-    Not under "contained": the similar rule's candidates would record more kept reprints as
-    near (evaluation/ACCURACY.md#the-spotsigs-gold-set), but on pages that share a long
-    navigation line they propose every earlier page of the site, so checks grow with the
-    crawl; the backend's own candidates stay bounded (tests/test_excerpts.py)."""
-    if decision != "similar":
-        return {}
+    """Default parameters of the backend named ``method``: its
+    :meth:`~scrapy_neardup.backends.base.Backend.similar_candidates`, under either
+    ``decision``: under "contained" they find the kept reprints that the similar rule records
+    as near (evaluation/ACCURACY.md#the-spotsigs-gold-set); a query verifies at most
+    :data:`CHECKS` of those that share few buckets with it."""
     size = SIMILAR_SHINGLES if similar_shingles is None else similar_shingles
     return BACKENDS.get(method, Backend).similar_candidates(size, similar_spots)
 
@@ -700,9 +703,10 @@ class Verified(Backend):
     """A backend whose candidates are verified exactly (see the module docstring).
 
     Its signature is a :class:`Signature`. Buckets, probing and the store's screens are the
-    backend's (with the excerpt keys: backends/excerpts.py). The backend's ``estimate`` (its
-    similarity without its threshold, where it has one) only screens candidates; the decision
-    is :meth:`check`'s.
+    backend's (with the excerpt keys: backends/excerpts.py); a store verifies at most
+    :data:`CHECKS` of a query's candidates that share fewer than :data:`STRONG` buckets with
+    it. The backend's ``estimate`` (its similarity without its
+    threshold, where it has one) only screens candidates; the decision is :meth:`check`'s.
 
     Both rules are worked out for every candidate; ``decision`` says which one drops:
 
@@ -742,6 +746,7 @@ class Verified(Backend):
         self.name = backend.name
         self.reads_tokens = backend.reads_tokens
         self.hamming_limit = backend.hamming_limit
+        self.checks = (CHECKS, STRONG)
         self.decision = decision
         self.similar_shingles = similar_shingles
         self._spec = ShingleSpec("word", similar_shingles)

@@ -9,10 +9,12 @@ costs: ``docs/design.md#memory-store``.
 
 from __future__ import annotations
 
+import heapq
 import mmap
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -189,6 +191,18 @@ class _Postings:
         return out
 
 
+def best_first(hits: Counter[int], limit: int | None, strong: int) -> list[int]:
+    """The candidates to verify, in the order met: all of ``hits`` (candidate -> buckets
+    shared, in the order met) when they are at most ``limit``, else those sharing at least
+    ``strong`` buckets and, of the others, the ``limit`` sharing the most (the first met
+    among equals)."""
+    if limit is None or len(hits) <= limit:
+        return list(hits)
+    weak = [doc for doc, n in hits.items() if n < strong]
+    chosen = set(heapq.nlargest(limit, weak, key=hits.__getitem__))
+    return [doc for doc, n in hits.items() if n >= strong or doc in chosen]
+
+
 def _short(keys: np.ndarray) -> np.ndarray:
     """The top ``KEY_BITS`` bits of keys mixed first (splitmix64's finaliser, a bijection), so
     buckets that are small or structured ints spread over the directory like hashes do."""
@@ -270,19 +284,17 @@ class MemoryBucketStore:
         self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None
     ) -> list[tuple[str, float]]:
         matches: list[tuple[str, float]] = []
-        seen: set[int] = set()
+        # Each candidate with the buckets it shares, in the order first met.
+        hits = Counter(chain.from_iterable(self._postings.lookup(buckets, probe)))
         near = self._codec.hamming_key(signature) if self._codec is not None else None
-        for docs in self._postings.lookup(buckets, probe):
-            for doc in docs:
-                if doc in seen:
-                    continue
-                seen.add(doc)
-                if near is not None and self._too_far(doc, near):
-                    continue
-                key = self._key_bytes(doc).decode()
-                similarity = verify(key, self._candidate(doc))
-                if similarity is not None:
-                    matches.append((key, similarity))
+        if near is not None:
+            hits = Counter({doc: n for doc, n in hits.items() if not self._too_far(doc, near)})
+        limit, strong = (None, 0) if self._codec is None else self._codec.checks
+        for doc in best_first(hits, limit, strong):
+            key = self._key_bytes(doc).decode()
+            similarity = verify(key, self._candidate(doc))
+            if similarity is not None:
+                matches.append((key, similarity))
         return matches
 
     def query_and_add(

@@ -21,10 +21,12 @@ from scrapy_neardup.storage.redis_client import REDIS_ERRORS, CorruptRecord, key
 _INDEX_LUA = """
 -- KEYS[1] docs hash, KEYS[2] ids hash, KEYS[3] id counter, KEYS[4..] the document's buckets
 -- ARGV[1] key, ARGV[2] packed document, ARGV[3] mode: add | query | force,
--- ARGV[4] probe (0: every bucket), ARGV[5..] per bucket the length already verified
--- (-1: not watched); absent on a first call, which watches every bucket (or the `probe`
--- least filled ones) from its start.
--- Returns {1} added, {2} key already indexed, or {0, lengths, newcomers' packed docs}.
+-- ARGV[4] probe (0: every bucket), ARGV[5] limit (0: none), ARGV[6] strong, ARGV[7..] per
+-- bucket the length already verified (-1: not watched); absent on a first call, which watches
+-- every bucket (or the `probe` least filled ones) from its start.
+-- Returns {1} added, {2} key already indexed, or {0, lengths, newcomers' packed docs}: past
+-- `limit` newcomers, those in `strong` or more of the watched buckets and, of the others,
+-- the `limit` in the most (the first met among equals).
 local nb = #KEYS - 3
 local mode = ARGV[3]
 if mode ~= 'query' and redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return {2} end
@@ -38,7 +40,7 @@ local function add()
 end
 if mode == 'force' then return add() end
 local was = {}
-if #ARGV == 4 then
+if #ARGV == 6 then
   local probe = tonumber(ARGV[4])
   for i = 1, nb do was[i] = 0 end
   if probe > 0 and probe < nb then
@@ -51,7 +53,7 @@ if #ARGV == 4 then
     for r = probe + 1, nb do was[order[r]] = -1 end
   end
 else
-  for i = 1, nb do was[i] = tonumber(ARGV[4 + i]) end
+  for i = 1, nb do was[i] = tonumber(ARGV[6 + i]) end
 end
 local fresh, have, lengths = {}, {}, {}
 for i = 1, nb do
@@ -64,7 +66,7 @@ for i = 1, nb do
       local ids = redis.call('GETRANGE', KEYS[3 + i], was[i], len - 1)
       for j = 1, #ids - 3, 4 do
         local id = struct.unpack('<I4', ids, j)
-        if not have[id] then have[id] = true; fresh[#fresh + 1] = id end
+        if have[id] then have[id] = have[id] + 1 else have[id] = 1; fresh[#fresh + 1] = id end
       end
     end
   end
@@ -72,6 +74,21 @@ end
 if #fresh == 0 then
   if mode == 'add' then return add() end
   return {0, lengths, {}}
+end
+local limit, strong = tonumber(ARGV[5]), tonumber(ARGV[6])
+if limit > 0 and #fresh > limit then
+  local rank, chosen = {}, {}
+  for r = 1, #fresh do
+    if have[fresh[r]] >= strong then chosen[r] = true else rank[#rank + 1] = r end
+  end
+  table.sort(rank, function(a, b)
+    if have[fresh[a]] ~= have[fresh[b]] then return have[fresh[a]] > have[fresh[b]] end
+    return a < b
+  end)
+  for r = 1, math.min(limit, #rank) do chosen[rank[r]] = true end
+  local best = {}
+  for r = 1, #fresh do if chosen[r] then best[#best + 1] = fresh[r] end end
+  fresh = best
 end
 local docs = {}
 for s = 1, #fresh, 1000 do
@@ -105,10 +122,10 @@ def _pack_doc(key: str, signature: bytes) -> bytes:
 class RedisBucketStore:
     """A :class:`~scrapy_neardup.backends.base.BucketStore` in Redis, safe for many writers.
 
-    ``codec`` is the backend (its ``encode``/``decode``); nothing else of it is used. See the
-    module docstring for why :meth:`query_and_add` never lets two processes both keep a
-    near-duplicate pair. A candidate's record that cannot be read (another client wrote it)
-    is handed to ``on_corrupt`` (a :class:`CorruptRecord`) and left out of the comparison;
+    ``codec`` is the backend (its ``encode``/``decode`` and ``checks``); nothing else of it is
+    used. See the module docstring for why :meth:`query_and_add` never lets two processes both
+    keep a near-duplicate pair. A candidate's record that cannot be read (another client wrote
+    it) is handed to ``on_corrupt`` (a :class:`CorruptRecord`) and left out of the comparison;
     without ``on_corrupt`` it is raised.
     """
 
@@ -132,6 +149,19 @@ class RedisBucketStore:
             f"{self.base}:b:{b:x}" for b in dict.fromkeys(buckets)
         ]
 
+    def _run(
+        self,
+        keys: list[str],
+        key: str,
+        doc: bytes,
+        mode: str,
+        probe: int,
+        lengths: Sequence[int] = (),
+    ) -> Any:
+        limit, strong = self.codec.checks
+        args = [key, doc, mode, probe, limit or 0, strong, *lengths]
+        return self._script(keys=keys, args=args)
+
     def _search(
         self,
         key: str,
@@ -146,7 +176,7 @@ class RedisBucketStore:
         lengths: list[int] = []
         checked: set[str] = set()
         while True:
-            reply = self._script(keys=keys, args=[key, doc, mode, probe or 0, *lengths])
+            reply = self._run(keys, key, doc, mode, probe or 0, lengths)
             if reply[0] != 0:
                 return []  # added, or the key was already indexed
             lengths = [int(n) for n in reply[1]]
@@ -179,7 +209,7 @@ class RedisBucketStore:
 
     def add(self, key: str, signature: Any, buckets: list[int]) -> None:
         doc = _pack_doc(key, self.codec.encode(signature))
-        self._script(keys=self._keys(buckets), args=[key, doc, "force", 0])
+        self._run(self._keys(buckets), key, doc, "force", 0)
 
     def _decoded(self, records: Iterable[bytes | None]) -> Iterator[tuple[str, Any]]:
         """(key, signature) of each document record; one that cannot be read is handed to
