@@ -1,4 +1,5 @@
-"""The near-duplicate engine: :class:`Deduplicator`, its :class:`Index` and :class:`Verdict`.
+"""The near-duplicate engine: :class:`Deduplicator` and its :class:`Verdict`, over the
+:class:`~scrapy_neardup.index.Index` of each backend.
 
 Promises: exact hash first, then the configured backend; every candidate is verified exactly
 (:mod:`scrapy_neardup.backends.containment`), so no estimate drops a document. Every kept
@@ -17,19 +18,19 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from scrapy_neardup.backends import DEFAULT_BACKEND, Backend, Match, make_backend
-from scrapy_neardup.backends.base import BucketStore, Verifier
+from scrapy_neardup.backends.base import BucketStore
 from scrapy_neardup.backends.containment import (
-    COVERAGE,
     DECISION,
     RELATED,
-    SHINGLES,
     SIMILAR_SHINGLES,
     SIMILAR_SPOTS,
     Verified,
     candidate_params,
 )
 from scrapy_neardup.backends.exact import ExactBackend
+from scrapy_neardup.backends.losses import COVERAGE, SHINGLES
 from scrapy_neardup.exceptions import StateError
+from scrapy_neardup.index import Index
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
 
@@ -48,109 +49,6 @@ DECISION_SETTINGS: dict[str, tuple[str, Any]] = {
     "similar_shingles": ("NEARDUP_SIMILARITY_SHINGLES", SIMILAR_SHINGLES),
     "similar_spots": ("NEARDUP_SIMILARITY_SPOTS", SIMILAR_SPOTS),
 }
-
-
-class Index:
-    """One backend over one store: query, add, or both at once (atomically, in the store).
-
-    A :class:`~scrapy_neardup.backends.containment.Verified` backend tells copies from related
-    documents (:meth:`search` returns both); any other matches what its ``similarity`` does.
-    """
-
-    def __init__(self, method: Backend, store: BucketStore) -> None:
-        self.method = method
-        self.store = store
-        self._verified = method if isinstance(method, Verified) else None
-
-    def _verifier(
-        self,
-        signature: Any,
-        related: list[Match],
-        found: dict[str, tuple[float, float]],
-        near: list[Match] | None = None,
-    ) -> Callable[[str, Any], float | None]:
-        """The store's verifier: the similarity of a copy, else None; related candidates are
-        put in ``related``, near ones (the decision not configured would drop them) in
-        ``near``, and each copy's (containment, rank) in ``found`` on the way."""
-        if self._verified is None:
-            similarity = self.method.similarity
-            return lambda key, other: similarity(signature, other)
-        check, name = self._verified.check, self.method.name
-
-        def verify(key: str, other: Any) -> float | None:
-            result = check(signature, other)
-            if result is None:
-                return None
-            if result.related:
-                related.append(Match(key, result.similarity, name, result.reverse))
-                return None
-            if not result.duplicate:
-                if near is not None and result.near:
-                    near.append(Match(key, result.measure, name, result.coverage))
-                return None
-            found[key] = (result.coverage, result.rank)
-            return result.similarity
-
-        return verify
-
-    def search(
-        self, key: str, signature: Any, add: bool, near: list[Match] | None = None
-    ) -> tuple[list[Match], list[Match]]:
-        """(copies, related) of ``signature`` among earlier documents; with ``add``, it is
-        added as ``key`` when it copies none of them. Near ones go to ``near`` if given."""
-        related: list[Match] = []
-        contained: dict[str, tuple[float, float]] = {}
-        verify = self._verifier(signature, related, contained, near)
-        buckets = self.method.bucket_keys(signature)
-        probe = self.method.probe_count(signature)
-        first, verify = ([], verify) if probe is None else self._excerpts_first(signature, verify)
-        if add and not first:
-            found = self.store.query_and_add(key, signature, buckets, verify, probe)
-            if not found and self._verified is not None:
-                self._verified.posted(signature)
-        else:
-            found = self.store.query(signature, buckets, verify, probe)
-        found = first + found
-        name = self.method.name
-        return [Match(k, sim, name, *contained.get(k, (1.0, 0.0))) for k, sim in found], related
-
-    def _excerpts_first(self, signature: Any, verify: Verifier) -> tuple[list, Verifier]:
-        """A store told to ``probe`` the least filled buckets only (SpotSigs) may leave out
-        the excerpt keys (backends/excerpts.py), whose promise needs every one of them: they
-        are queried first, all of them. Returns what they found and the verifier for all the
-        buckets then, which skips the candidates already verified (what they found is a copy:
-        the document is not added)."""
-        keys = self.method.excerpt_keys(signature)
-        if not keys:
-            return [], verify
-        checked: set[str] = set()
-
-        def once(key: str, other: Any) -> float | None:
-            checked.add(key)
-            return verify(key, other)
-
-        found = self.store.query(signature, keys, once)
-        return found, lambda key, other: None if key in checked else verify(key, other)
-
-    def query(self, signature: Any) -> list[Match]:
-        return self.search("", signature, add=False)[0]
-
-    def query_and_add(self, key: str, doc: Document | str) -> list[Match]:
-        """Earlier documents matching ``doc``; when there are none, ``doc`` is added as ``key``."""
-        if isinstance(doc, str):
-            doc = Document(doc)
-        return self.query_and_add_signature(key, self.method.signature(doc))
-
-    def query_and_add_signature(self, key: str, signature: Any) -> list[Match]:
-        return self.search(key, signature, add=True)[0]
-
-    def add(self, key: str, signature: Any) -> None:
-        self.store.add(key, signature, self.method.bucket_keys(signature))
-        if self._verified is not None:
-            self._verified.posted(signature)
-
-    def __len__(self) -> int:
-        return len(self.store)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """``scrapy neardup-stats --html FILE`` and ``--drops FILE``: audit a crawl's drops.
 
 Promises: every drop but exact copies (counted per cluster) is audited by :func:`audit` with
-the decision's own lossless rule (:func:`~scrapy_neardup.backends.containment.text_coverage`)
+the decision's own lossless rule (:func:`~scrapy_neardup.backends.losses.text_coverage`)
 on the kept texts (``NEARDUP_KEEP_TEXT``), and listed riskiest first (by the words it loses,
 then its containment): on a page with both texts side by side, or one JSON line a drop. It
 never writes a state. Rationale: ``docs/design.md#audit-page``.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrapy_neardup.backends.containment import Coverage, lost_passages, text_coverage
+from scrapy_neardup.backends.losses import Coverage, lost_passages, text_coverage
 from scrapy_neardup.deduplicator import Member
 from scrapy_neardup.report import Crawl, read_drops, summary_of
 from scrapy_neardup.text import CJK_CHARS

@@ -16,14 +16,13 @@ from typing import Any
 
 from scrapy_neardup.backends import BACKENDS, DEFAULT_BACKEND
 from scrapy_neardup.backends.containment import (
-    COVERAGE,
     DECISION,
     DECISIONS,
     RELATED,
-    SHINGLES,
     SIMILAR_SHINGLES,
     SIMILAR_SPOTS,
 )
+from scrapy_neardup.backends.losses import COVERAGE, SHINGLES
 from scrapy_neardup.cores import default_workers
 from scrapy_neardup.deduplicator import DECISION_SETTINGS, DEFAULT_MIN_TOKENS
 from scrapy_neardup.urls import DEFAULT_STRIP_PARAMS

@@ -12,17 +12,14 @@ from saved_state import resume
 
 import corpus.text as C
 from scrapy_neardup.backends import make_backend
-from scrapy_neardup.backends.containment import (
-    _PHRASE,
+from scrapy_neardup.backends.containment import Verified
+from scrapy_neardup.backends.losses import coverage, holds, lossy, text_coverage
+from scrapy_neardup.backends.phrases import (
     MAX_FILTER_BYTES,
+    PHRASE,
     Phrases,
-    Verified,
     _positions,
-    coverage,
-    holds,
-    lossy,
     phrases_of,
-    text_coverage,
 )
 from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.text import Document
@@ -261,7 +258,7 @@ def test_a_drop_never_rests_on_the_filters_luck() -> None:
     new = kept.replace(lines[3].split()[4], "sqlite3_blob_read", 1)
     assert lossy(text_coverage(new, kept))
     honest = phrases(kept)
-    missed = np.setdiff1d(phrases(new).sequence, Document(kept).shingles(_PHRASE))
+    missed = np.setdiff1d(phrases(new).sequence, Document(kept).shingles(PHRASE))
     assert 1 <= len(missed) <= 3
     flags = np.unpackbits(honest.bits, bitorder="little").astype(bool)
     flags[_positions(missed, honest.size, honest.hashes).ravel()] = True

@@ -14,14 +14,12 @@ from scrapy.utils.test import get_crawler
 
 from corpus.text import letter_word
 from scrapy_neardup.backends import Match, make_backend
-from scrapy_neardup.backends.containment import (
+from scrapy_neardup.backends.containment import SIMILAR_SHINGLES, SIMILARITY, Verified
+from scrapy_neardup.backends.phrases import (
     CUT_SPOTS,
-    SIMILAR_SHINGLES,
-    SIMILARITY,
     SPOT_CHAIN,
     SPOT_MIN,
     SPOT_SIMILARITY,
-    Verified,
     jaccard,
     shingles_of,
     spot_similarity,

@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "storage": 3,
     # the engine, and the workers that extract and sign pages for it
     "deduplicator": 4,
+    "index": 4,
     "extraction": 4,
     "workers": 4,
     "page_limits": 4,

@@ -134,7 +134,7 @@ class SpotSigsBackend(ArrayBackend):
     @classmethod
     def similar_candidates(cls, shingles: int, spots: bool) -> dict[str, Any]:
         """With the spot rule, the index over the rule's own spots at its Jaccard."""
-        from scrapy_neardup.backends.containment import SPOT_CHAIN, SPOT_SIMILARITY
+        from scrapy_neardup.backends.phrases import SPOT_CHAIN, SPOT_SIMILARITY
 
         return {"chain": SPOT_CHAIN, "threshold": SPOT_SIMILARITY} if spots else {}
 
