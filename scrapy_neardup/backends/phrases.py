@@ -39,13 +39,15 @@ _LOW32 = np.uint64(0xFFFFFFFF)
 # Words that name what a text is about (:func:`_identity`): in the normalised text, a word with
 # a digit or an underscore; in the text as written, a camelCase word and the parts of a dotted,
 # ``::`` or ``->`` name.
-_NUMBER_OR_NAME = re.compile(rf"[^\W{CJK_CHARS}]*[\d_][^\W{CJK_CHARS}]*")
+_NUMBER_OR_NAME = re.compile(rf"(?<![^\W{CJK_CHARS}])[^\W{CJK_CHARS}]*[\d_][^\W{CJK_CHARS}]*")
 _CAMEL_CASE = re.compile(r"\b[^\W\d_]*[a-z][A-Z]\w*")
-_DOTTED = re.compile(r"\w+(?:(?:\.|::|->)\w+)+")
+_DOTTED = re.compile(r"(?<!\w)\w+(?:(?:\.|::|->)\w+)+")
 _NAME_SEPARATOR = re.compile(r"\.|::|->")
 # A name of several words, which must be in a kept page whole: a number with its separators
 # ("3.25.1", "1,838"), a dotted, "::" or "->" name ("os.path", "std::map").
-_COMPOUND = re.compile(rf"\d+(?:[.,]\d+)+|[^\W\d{CJK_CHARS}]\w*(?:(?:\.|::|->)\w+)+")
+_COMPOUND = re.compile(
+    rf"(?<!\d)\d+(?:[.,]\d+)+|(?<![^\W\d{CJK_CHARS}])[^\W\d{CJK_CHARS}]\w*(?:(?:\.|::|->)\w+)+"
+)
 _PART = re.compile(r"\w+")
 
 
