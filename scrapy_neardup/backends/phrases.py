@@ -133,8 +133,9 @@ def lines_of(doc: Document) -> tuple[np.ndarray, list[str]] | None:
     of ``doc.normalized`` do, so each token's line comes from its offset, without tokenising
     again: numpy offsets for text without CJK, else a walk along ``doc.tokens`` (jieba's,
     already made for the signature)."""
-    written = [line for line in doc.text.splitlines() if normalize(line)]
-    lines = [normalize(line) for line in written]
+    pairs = [(line, normalize(line)) for line in doc.text.splitlines()]
+    written = [line for line, normal in pairs if normal]
+    lines = [normal for _, normal in pairs if normal]
     if not lines:
         return None
     joined = "\n".join(lines)

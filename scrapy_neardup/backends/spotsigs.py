@@ -9,6 +9,7 @@ or above the Jaccard threshold. Rationale and parameters: ``docs/design.md#spots
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,12 +103,10 @@ class SpotSigsBackend(ArrayBackend):
         ante, stop = words.antecedents, words.stopwords
         content = [i for i, tok in enumerate(tokens) if tok not in stop]
         out = []
-        pos = 0  # index into ``content`` of the first content word after token i
-        for i, tok in enumerate(tokens):
-            while pos < len(content) and content[pos] <= i:
-                pos += 1
-            if tok in ante and pos + self.chain <= len(content):
-                out.append((tok, *(tokens[j] for j in content[pos : pos + self.chain])))
+        for i in [i for i, tok in enumerate(tokens) if tok in ante]:
+            pos = bisect_right(content, i)  # the first content word after token i
+            if pos + self.chain <= len(content):
+                out.append((tokens[i], *(tokens[j] for j in content[pos : pos + self.chain])))
         return out
 
     def _anchored(self, tokens: list[str]) -> list[tuple[str, ...]]:
