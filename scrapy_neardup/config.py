@@ -15,9 +15,9 @@ import inspect
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from scrapy.settings import BaseSettings
 
@@ -33,7 +33,6 @@ STORAGES = ("memory", "redis")
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 SettingsLike = BaseSettings | Mapping[str, Any]
-_T = TypeVar("_T")
 
 _BOOL_ALLOWED = "a boolean: True/False, 1/0, or the strings 'True'/'False', 'true'/'false', '1'/'0'"
 _BOOL_STRINGS = frozenset({"True", "true", "False", "false", "1", "0"})
@@ -226,15 +225,6 @@ def _init_params(cls: type) -> set[str]:
     return set(inspect.signature(cls).parameters)
 
 
-def _table_defaults(cls: type[_T]) -> type[_T]:
-    """Gives each field (``x``) its row's default (``NEARDUP_X``), computed when a config
-    is made."""
-    for name in cls.__annotations__:
-        default = SETTINGS[f"NEARDUP_{name.upper()}"].default_value
-        setattr(cls, name, field(default_factory=default))
-    return cls
-
-
 _BACKEND_PARAMS_ALLOWED = "a dict of backend options, or a JSON object like '{\"num_perm\": 256}'"
 
 
@@ -269,10 +259,10 @@ def _read(settings: BaseSettings, spec: Setting) -> Any:
 
 
 @dataclass(frozen=True)
-@_table_defaults
 class NearDupConfig:
     """Everything the components need, validated once: one field per row of
-    :data:`~scrapy_neardup.settings.SETTINGS` (``NEARDUP_X`` is ``x``), its default from it.
+    :data:`~scrapy_neardup.settings.SETTINGS` (``NEARDUP_X`` is ``x``). Made by
+    :meth:`from_settings`, which gives an unset field its row's default.
 
     Example:
         >>> NearDupConfig.from_settings({"NEARDUP_BACKEND": "simhash"}).backend
