@@ -42,6 +42,7 @@ if str(ROOT) not in sys.path:
 from bench.common import print_table, rss_bytes  # noqa: E402
 from corpus import load_article_bodies, make_documents, sentence_pool  # noqa: E402
 from scrapy_neardup.backends import make_backend  # noqa: E402
+from scrapy_neardup.backends.base import Query  # noqa: E402
 from scrapy_neardup.backends.containment import Verified, phrases_of  # noqa: E402
 from scrapy_neardup.deduplicator import Deduplicator, Index  # noqa: E402
 from scrapy_neardup.storage.memory import MemoryBucketStore  # noqa: E402
@@ -334,7 +335,7 @@ def stage_times(name: str, docs: list[str]) -> dict[str, float]:
         buckets = method.bucket_keys(sig)
         t4 = clock()
         verify = CountingVerifier(similarity, sig)
-        found = store.query(sig, buckets, verify, **_probe(method, sig))
+        found = store.query(Query(sig, buckets, verify, **_probe(method, sig)))
         t5 = clock()
         if not found:
             store.add(_key(i), sig, buckets)
@@ -553,7 +554,7 @@ def scale_backend(
         method, store = index.method, index.store
         verifiers = [CountingVerifier(method.similarity, s) for s in fresh[:100]]
         for s, verify in zip(fresh, verifiers, strict=False):
-            store.query(s, method.bucket_keys(s), verify, **_probe(method, s))
+            store.query(Query(s, method.bucket_keys(s), verify, **_probe(method, s)))
         candidates = sum(v.calls for v in verifiers) / len(verifiers)
         fresh_us, false_hits = _timed_queries(index.query, fresh)
         near_us, near_hits = _timed_queries(index.query, near)

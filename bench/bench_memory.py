@@ -44,6 +44,7 @@ if str(ROOT) not in sys.path:
 from bench.common import rss_bytes  # noqa: E402
 from corpus import load_article_bodies  # noqa: E402
 from scrapy_neardup.backends import BACKENDS, make_backend  # noqa: E402
+from scrapy_neardup.backends.base import Query  # noqa: E402
 from scrapy_neardup.backends.containment import Verified  # noqa: E402
 from scrapy_neardup.deduplicator import Index  # noqa: E402
 from scrapy_neardup.storage.lshbloom import DEFAULT_WINDOW as LSHBLOOM_WINDOW  # noqa: E402
@@ -61,9 +62,9 @@ class DictStore:
         self.buckets: dict[int, Any] = {}
         self.signatures: dict[str, Any] = {}
 
-    def query(self, signature: Any, buckets: list[int], verify: Any, probe: Any = None) -> list:
-        found = dict.fromkeys(k for b in buckets for k in _keys(self.buckets.get(b)))
-        return [(k, v) for k in found if (v := verify(k, self.signatures[k])) is not None]
+    def query(self, query: Query) -> list:
+        found = dict.fromkeys(k for b in query.buckets for k in _keys(self.buckets.get(b)))
+        return [(k, v) for k in found if (v := query.verify(k, self.signatures[k])) is not None]
 
     def add(self, key: str, signature: Any, buckets: list[int]) -> None:
         self.signatures[key] = signature

@@ -14,8 +14,8 @@ import difflib
 import inspect
 import json
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -225,11 +225,6 @@ def _init_params(cls: type) -> set[str]:
     return set(inspect.signature(cls).parameters)
 
 
-def _table(name: str) -> Callable[[], Any]:
-    """The default of a field: the table's, computed when a config is made."""
-    return SETTINGS[name].default_value
-
-
 _BACKEND_PARAMS_ALLOWED = "a dict of backend options, or a JSON object like '{\"num_perm\": 256}'"
 
 
@@ -266,64 +261,65 @@ def _read(settings: BaseSettings, spec: Setting) -> Any:
 @dataclass(frozen=True)
 class NearDupConfig:
     """Everything the components need, validated once: one field per row of
-    :data:`~scrapy_neardup.settings.SETTINGS` (``NEARDUP_X`` is ``x``), its default from it.
+    :data:`~scrapy_neardup.settings.SETTINGS` (``NEARDUP_X`` is ``x``). Made by
+    :meth:`from_settings`, which gives an unset field its row's default.
 
     Example:
         >>> NearDupConfig.from_settings({"NEARDUP_BACKEND": "simhash"}).backend
         'simhash'
     """
 
-    enabled: bool = field(default_factory=_table("NEARDUP_ENABLED"))
+    enabled: bool
     # near-duplicates
-    backend: str = field(default_factory=_table("NEARDUP_BACKEND"))
-    threshold: float | None = field(default_factory=_table("NEARDUP_THRESHOLD"))
-    simhash_k: int = field(default_factory=_table("NEARDUP_SIMHASH_K"))
-    backend_params: dict[str, Any] = field(default_factory=_table("NEARDUP_BACKEND_PARAMS"))
-    decision: str = field(default_factory=_table("NEARDUP_DECISION"))
-    contained_words: float = field(default_factory=_table("NEARDUP_CONTAINED_WORDS"))
-    contained_shingles: float = field(default_factory=_table("NEARDUP_CONTAINED_SHINGLES"))
-    related: float = field(default_factory=_table("NEARDUP_RELATED"))
-    similarity: float | None = field(default_factory=_table("NEARDUP_SIMILARITY"))
-    similarity_shingles: int = field(default_factory=_table("NEARDUP_SIMILARITY_SHINGLES"))
-    similarity_spots: bool = field(default_factory=_table("NEARDUP_SIMILARITY_SPOTS"))
-    min_tokens: int = field(default_factory=_table("NEARDUP_MIN_TOKENS"))
-    index: str = field(default_factory=_table("NEARDUP_INDEX"))
-    lshbloom_window: int = field(default_factory=_table("NEARDUP_LSHBLOOM_WINDOW"))
-    action: str = field(default_factory=_table("NEARDUP_ACTION"))
-    duplicate_of_field: str = field(default_factory=_table("NEARDUP_DUPLICATE_OF_FIELD"))
-    similarity_field: str = field(default_factory=_table("NEARDUP_SIMILARITY_FIELD"))
-    related_field: str = field(default_factory=_table("NEARDUP_RELATED_FIELD"))
-    near_field: str = field(default_factory=_table("NEARDUP_NEAR_FIELD"))
-    text_field: str | None = field(default_factory=_table("NEARDUP_TEXT_FIELD"))
-    url_field: str | None = field(default_factory=_table("NEARDUP_URL_FIELD"))
+    backend: str
+    threshold: float | None
+    simhash_k: int
+    backend_params: dict[str, Any]
+    decision: str
+    contained_words: float
+    contained_shingles: float
+    related: float
+    similarity: float | None
+    similarity_shingles: int
+    similarity_spots: bool
+    min_tokens: int
+    index: str
+    lshbloom_window: int
+    action: str
+    duplicate_of_field: str
+    similarity_field: str
+    related_field: str
+    near_field: str
+    text_field: str | None
+    url_field: str | None
     # URL filter
-    url_filter: bool = field(default_factory=_table("NEARDUP_URL_FILTER"))
-    bloom_capacity: int = field(default_factory=_table("NEARDUP_BLOOM_CAPACITY"))
-    bloom_error_rate: float = field(default_factory=_table("NEARDUP_BLOOM_ERROR_RATE"))
-    url_confirm: bool = field(default_factory=_table("NEARDUP_URL_CONFIRM"))
-    strip_params: tuple[str, ...] = field(default_factory=_table("NEARDUP_STRIP_PARAMS"))
-    strip_trailing_slash: bool = field(default_factory=_table("NEARDUP_STRIP_TRAILING_SLASH"))
-    check_canonical: bool = field(default_factory=_table("NEARDUP_CHECK_CANONICAL"))
+    url_filter: bool
+    bloom_capacity: int
+    bloom_error_rate: float
+    url_confirm: bool
+    strip_params: tuple[str, ...]
+    strip_trailing_slash: bool
+    check_canonical: bool
     # main content
-    extract: bool = field(default_factory=_table("NEARDUP_EXTRACT"))
-    extract_fast: bool = field(default_factory=_table("NEARDUP_EXTRACT_FAST"))
-    workers: int = field(default_factory=_table("NEARDUP_WORKERS"))
-    max_body_bytes: int = field(default_factory=_table("NEARDUP_MAX_BODY_BYTES"))
-    max_text_chars: int = field(default_factory=_table("NEARDUP_MAX_TEXT_CHARS"))
-    page_timeout: float = field(default_factory=_table("NEARDUP_PAGE_TIMEOUT"))
-    page_memory: int = field(default_factory=_table("NEARDUP_PAGE_MEMORY"))
+    extract: bool
+    extract_fast: bool
+    workers: int
+    max_body_bytes: int
+    max_text_chars: int
+    page_timeout: float
+    page_memory: int
     # state: "memory", "redis", or the dotted import path of a state class
-    storage: str = field(default_factory=_table("NEARDUP_STORAGE"))
-    state_dir: Path | None = field(default_factory=_table("NEARDUP_STATE_DIR"))
-    flush_interval: float = field(default_factory=_table("NEARDUP_FLUSH_INTERVAL"))
-    keep_text: int = field(default_factory=_table("NEARDUP_KEEP_TEXT"))
-    redis_url: str = field(default_factory=_table("NEARDUP_REDIS_URL"))
-    key_prefix: str | None = field(default_factory=_table("NEARDUP_KEY_PREFIX"))
-    redis_on_error: str = field(default_factory=_table("NEARDUP_REDIS_ON_ERROR"))
-    redis_timeout: float = field(default_factory=_table("NEARDUP_REDIS_TIMEOUT"))
-    lease_timeout: float = field(default_factory=_table("NEARDUP_LEASE_TIMEOUT"))
-    gc_freeze: bool = field(default_factory=_table("NEARDUP_GC_FREEZE"))
-    debug: bool = field(default_factory=_table("NEARDUP_DEBUG"))
+    storage: str
+    state_dir: Path | None
+    flush_interval: float
+    keep_text: int
+    redis_url: str
+    key_prefix: str | None
+    redis_on_error: str
+    redis_timeout: float
+    lease_timeout: float
+    gc_freeze: bool
+    debug: bool
 
     def backend_kwargs(self) -> dict[str, Any]:
         """Constructor arguments of the configured backend."""

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scrapy_neardup.backends import Backend, Match
-from scrapy_neardup.backends.base import BucketStore, Verifier
+from scrapy_neardup.backends.base import BucketStore, Query, Verifier
 from scrapy_neardup.backends.containment import Verified
 from scrapy_neardup.text import Document
 
@@ -66,15 +66,15 @@ class Index:
         related: list[Match] = []
         contained: dict[str, tuple[float, float]] = {}
         verify = self._verifier(signature, related, contained, near)
-        buckets = self.method.bucket_keys(signature)
         probe = self.method.probe_count(signature)
         first, verify = ([], verify) if probe is None else self._excerpts_first(signature, verify)
+        query = Query(signature, self.method.bucket_keys(signature), verify, probe)
         if add and not first:
-            found = self.store.query_and_add(key, signature, buckets, verify, probe)
+            found = self.store.query_and_add(key, query)
             if not found and self._verified is not None:
                 self._verified.posted(signature)
         else:
-            found = self.store.query(signature, buckets, verify, probe)
+            found = self.store.query(query)
         found = first + found
         name = self.method.name
         return [Match(k, sim, name, *contained.get(k, (1.0, 0.0))) for k, sim in found], related
@@ -94,7 +94,7 @@ class Index:
             checked.add(key)
             return verify(key, other)
 
-        found = self.store.query(signature, keys, once)
+        found = self.store.query(Query(signature, keys, once))
         return found, lambda key, other: None if key in checked else verify(key, other)
 
     def query(self, signature: Any) -> list[Match]:

@@ -168,27 +168,16 @@ class NearDupPipeline:
         config = self.config
         other: str | None
         if verdict.related_to is not None:
-            self.state.inc("neardup/items/related")
-            if config.debug:
-                logger.info(
-                    "scrapy-neardup: %s kept: it holds %s (%.3f of its phrases) and more",
-                    verdict.key,
-                    verdict.related_to,
-                    verdict.containment,
-                )
-            field, other = config.related_field, verdict.related_to
+            stat, field, other = "neardup/items/related", config.related_field, verdict.related_to
+            message = "kept: it holds %s (%.3f of its phrases) and more"
+            args: tuple[Any, ...] = (other, verdict.containment)
         else:
-            self.state.inc("neardup/items/near")
-            if config.debug:
-                logger.info(
-                    "scrapy-neardup: %s kept, near %s (%s %.3f, containment %.3f)",
-                    verdict.key,
-                    verdict.near_to,
-                    verdict.method,
-                    verdict.similarity,
-                    verdict.containment,
-                )
-            field, other = config.near_field, verdict.near_to
+            stat, field, other = "neardup/items/near", config.near_field, verdict.near_to
+            message = "kept, near %s (%s %.3f, containment %.3f)"
+            args = (other, verdict.method, verdict.similarity, verdict.containment)
+        self.state.inc(stat)
+        if config.debug:
+            logger.info("scrapy-neardup: %s " + message, verdict.key, *args)
         if config.action == "tag" and field:
             self._set_fields(adapter, {field: other})
 

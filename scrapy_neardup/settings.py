@@ -67,6 +67,17 @@ class Setting:
         return dict(self.default) if isinstance(self.default, dict) else self.default
 
 
+#: The settings naming an item field: (name, default, what the field holds), in the table's
+#: order.
+_ITEM_FIELDS = (
+    ("NEARDUP_DUPLICATE_OF_FIELD", "duplicate_of", "naming the original (action 'tag')"),
+    ("NEARDUP_SIMILARITY_FIELD", "duplicate_similarity", "for the similarity (action 'tag')"),
+    ("NEARDUP_RELATED_FIELD", "related_to", "naming the kept page a related page holds"),
+    ("NEARDUP_NEAR_FIELD", "near_duplicate_of", "naming the kept page a near page is near"),
+    ("NEARDUP_TEXT_FIELD", None, "holding the text to compare (None: the page's main text)"),
+    ("NEARDUP_URL_FIELD", "url", "holding its page's URL"),
+)
+
 _TABLE: tuple[Setting, ...] = (
     Setting("NEARDUP_ENABLED", bool, True, "Turn every component of the plugin on or off."),
     # near-duplicates
@@ -125,27 +136,7 @@ _TABLE: tuple[Setting, ...] = (
         "NEARDUP_ACTION", str, "drop", "'drop' a duplicate item, or 'tag' it and keep it.",
         choices=("drop", "tag"),
     ),
-    Setting(
-        "NEARDUP_DUPLICATE_OF_FIELD", str, "duplicate_of",
-        "Item field naming the original (action 'tag').", kind="field",
-    ),
-    Setting(
-        "NEARDUP_SIMILARITY_FIELD", str, "duplicate_similarity",
-        "Item field for the similarity (action 'tag').", kind="field",
-    ),
-    Setting(
-        "NEARDUP_RELATED_FIELD", str, "related_to",
-        "Item field naming the kept page a related page holds.", kind="field",
-    ),
-    Setting(
-        "NEARDUP_NEAR_FIELD", str, "near_duplicate_of",
-        "Item field naming the kept page a near page is near.", kind="field",
-    ),
-    Setting(
-        "NEARDUP_TEXT_FIELD", str, None,
-        "Item field holding the text to compare (None: the page's main text).", kind="field",
-    ),
-    Setting("NEARDUP_URL_FIELD", str, "url", "Item field holding its page's URL.", kind="field"),
+    *(Setting(n, str, v, f"Item field {doc}.", kind="field") for n, v, doc in _ITEM_FIELDS),
     # URL filter
     Setting("NEARDUP_URL_FILTER", bool, True, "Filter requests whose canonical URL was seen."),
     Setting(

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_neardup.backends import SpotSigsBackend
+from scrapy_neardup.backends.base import Query
 from scrapy_neardup.deduplicator import Index
 from scrapy_neardup.storage.memory import MemoryBucketStore
 from scrapy_neardup.text import Document
@@ -94,7 +95,7 @@ def test_spotsigs_does_not_read_the_lists_of_frequent_spots() -> None:
             verified.append(other)
             return method.similarity(sig, other)
 
-        return store.query(sig, method.bucket_keys(sig), verify, method.probe_count(sig))
+        return store.query(Query(sig, method.bucket_keys(sig), verify, method.probe_count(sig)))
 
     assert query(np.union1d(frequent, np.arange(10**6, 10**6 + 12, dtype=np.uint64))) == []
     assert verified == []  # 20 spots, 11 probed: the 12 unseen ones come first

@@ -94,7 +94,6 @@ def test_one_default_method_everywhere() -> None:
     assert DEFAULT_BACKEND == "minhash"
     assert Deduplicator().method.name == DEFAULT_BACKEND
     assert NearDupConfig.from_settings({}).backend == DEFAULT_BACKEND
-    assert NearDupConfig().backend == DEFAULT_BACKEND
     assert build_parser().parse_args(["dedupe", "."]).backend == DEFAULT_BACKEND
 
 

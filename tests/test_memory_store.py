@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from scrapy_neardup.backends import make_backend
+from scrapy_neardup.backends.base import Query
 from scrapy_neardup.deduplicator import Index
 from scrapy_neardup.storage.memory import WIDE, MemoryBucketStore, _Growing
 from scrapy_neardup.text import Document
@@ -68,7 +69,7 @@ def test_same_results_in_the_same_order_as_the_dict_store(seed: int) -> None:
             reference.add(key, signature, buckets)
         else:
             expected = reference.query(buckets, _verify_all, probe)
-            assert store.query(signature, buckets, _verify_all, probe) == expected, step
+            assert store.query(Query(signature, buckets, _verify_all, probe)) == expected, step
         assert len(store) == len(reference.signatures)
         assert (key in store) == (key in reference.signatures)
     assert len(reference.buckets[7]) > WIDE  # the crowded-cell path ran
@@ -80,10 +81,9 @@ def test_same_results_in_the_same_order_as_the_dict_store(seed: int) -> None:
 
 def test_query_and_add_adds_only_when_nothing_matches() -> None:
     store = MemoryBucketStore(flush=2)
-    assert store.query_and_add("a", b"x", [1, 2], lambda k, s: None) == []
-    assert store.query_and_add("b", b"y", [2, 3], lambda k, s: 0.9 if s == b"x" else None) == [
-        ("a", 0.9)
-    ]
+    assert store.query_and_add("a", Query(b"x", [1, 2], lambda k, s: None)) == []
+    like_x = Query(b"y", [2, 3], lambda k, s: 0.9 if s == b"x" else None)
+    assert store.query_and_add("b", like_x) == [("a", 0.9)]
     assert "a" in store and "b" not in store and len(store) == 1
 
 
@@ -101,7 +101,7 @@ def test_every_kind_of_signature_comes_back_equal(signatures: list[Any]) -> None
     for i, signature in enumerate(signatures):
         store.add(f"k{i}", signature, [i, 99])
     seen: list[Any] = []
-    store.query(None, [99], lambda k, s: seen.append(s))
+    store.query(Query(None, [99], lambda k, s: seen.append(s)))
     for got in (seen, [s for _, s in store.items()]):
         assert len(got) == len(signatures)
         for a, b in zip(got, signatures, strict=True):
@@ -117,7 +117,7 @@ def test_many_keys_grow_the_key_table_and_buffers() -> None:
     store.add(keys[10], np.zeros(4, dtype=np.uint32), [10])  # present: ignored
     assert len(store) == 5000 and all(k in store for k in keys[::97])
     assert "https://example.com/5000" not in store
-    found = store.query(None, [10], lambda k, s: float(s[0]))
+    found = store.query(Query(None, [10], lambda k, s: float(s[0])))
     assert found == [(keys[10], 10.0)]
 
 
@@ -225,6 +225,6 @@ def test_simhash_candidates_too_many_bits_away_are_never_read() -> None:
         read.append(key)
         return method.similarity(base, other)
 
-    found = store.query(base, method.bucket_keys(base), verify)
+    found = store.query(Query(base, method.bucket_keys(base), verify))
     assert found == [("near", method.similarity(base, near))]
     assert read == ["near"]  # the 200 sharing a bucket were rejected unread

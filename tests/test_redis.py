@@ -27,6 +27,7 @@ from scrapy.exceptions import DropItem
 from corpus import synthetic_corpus
 from corpus.text import letter_word
 from scrapy_neardup.backends import make_backend
+from scrapy_neardup.backends.base import Query
 from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.deduplicator import Deduplicator
 from scrapy_neardup.exceptions import ConfigError, StateError, StorageError
@@ -175,11 +176,11 @@ def test_concurrent_writers_never_both_keep_near_duplicates(client, server, back
 class NonAtomicStore(redis_index.RedisBucketStore):
     """Query, then add: what the optimistic script exists to prevent."""
 
-    def query_and_add(self, key, signature, buckets, verify, probe=None):
-        found = self.query(signature, buckets, verify, probe)
+    def query_and_add(self, key, query):
+        found = self.query(query)
         time.sleep(0.002)
         if not found:
-            self.add(key, signature, buckets)
+            self.add(key, query.signature, query.buckets)
         return found
 
 
@@ -193,10 +194,10 @@ def test_probe_watches_only_the_least_filled_buckets(client) -> None:
     """``probe`` (SpotSigs' prefix rule) reads the least filled buckets and still adds to all."""
     store = redis_index.RedisBucketStore(client, "p", "x", make_backend("simhash"))
     verify = lambda _key, other: 1.0 if other == 7 else None  # noqa: E731
-    assert store.query_and_add("a", 7, [1, 2, 3], verify) == []
-    assert store.query_and_add("b", 8, [1, 4, 5], verify, probe=2) == []  # 1 is the fullest
-    assert store.query(7, [1, 4, 5], verify) == [("a", 1.0)]
-    assert store.query(7, [9, 4, 5], verify, probe=2) == []
+    assert store.query_and_add("a", Query(7, [1, 2, 3], verify)) == []
+    assert store.query_and_add("b", Query(8, [1, 4, 5], verify, probe=2)) == []  # 1 is the fullest
+    assert store.query(Query(7, [1, 4, 5], verify)) == [("a", 1.0)]
+    assert store.query(Query(7, [9, 4, 5], verify, probe=2)) == []
     assert len(store) == 2 and "a" in store and "zz" not in store
 
 

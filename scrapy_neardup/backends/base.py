@@ -171,30 +171,31 @@ class ArrayBackend(Backend):
 Verifier = Callable[[str, Any], "float | None"]
 
 
+@dataclass(frozen=True)
+class Query:
+    """What a store is asked: the earlier documents in ``buckets`` that ``verify`` accepts
+    for ``signature``. With ``probe``, only the ``probe`` least filled of ``buckets`` need
+    be read."""
+
+    signature: Any
+    buckets: list[int]
+    verify: Verifier
+    probe: int | None = None
+
+
 class BucketStore(Protocol):
     """Buckets of document keys plus each document's signature.
 
     ``query_and_add`` must be atomic: between reading the candidates and adding the new key, no
-    other writer may add a key to any of ``buckets`` (two crawlers sharing a store must never
-    both keep a near-duplicate pair). Matching documents always share a bucket, so guarding the
-    buckets is enough.
+    other writer may add a key to any of the query's buckets (two crawlers sharing a store must
+    never both keep a near-duplicate pair). Matching documents always share a bucket, so
+    guarding the buckets is enough.
     """
 
-    def query_and_add(
-        self,
-        key: str,
-        signature: Any,
-        buckets: list[int],
-        verify: Verifier,
-        probe: int | None = None,
-    ) -> list[tuple[str, float]]:
-        """Verified earlier keys; when there are none, ``key`` is added under ``buckets``.
+    def query_and_add(self, key: str, query: Query) -> list[tuple[str, float]]:
+        """Verified earlier keys; when there are none, ``key`` is added under its buckets."""
 
-        With ``probe``, only the ``probe`` least filled of ``buckets`` need be read."""
-
-    def query(
-        self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None
-    ) -> list[tuple[str, float]]:
+    def query(self, query: Query) -> list[tuple[str, float]]:
         """Verified earlier keys, adding nothing."""
 
     def add(self, key: str, signature: Any, buckets: list[int]) -> None:

@@ -60,7 +60,6 @@ class StateDirectory:
         stop_crawl: Callable[[str], None] = lambda reason: None,
     ) -> None:
         self.path = path
-        self.flush_interval = flush_interval
         self.stats = stats
         self.crawler = crawler
         self._stop_crawl = stop_crawl
@@ -261,7 +260,7 @@ class StateDirectory:
 
         if self._sync_loop is not None or not self._opened:
             return
-        period = max(self.flush_interval, MIN_SYNC_PERIOD)
+        period = max(self.db.flush_interval, MIN_SYNC_PERIOD)
         clock = self.sync_clock
         if clock is None and not is_reactor_installed():
             # Scrapy without a Twisted reactor (TWISTED_REACTOR_ENABLED = False): asyncio's.

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from xxhash import xxh3_128_digest
 
-from scrapy_neardup.backends.base import Backend, Verifier
+from scrapy_neardup.backends.base import Backend, Query
 from scrapy_neardup.storage.bloom import ScalableBloomFilter
 from scrapy_neardup.storage.memory import MemoryBucketStore
 
@@ -53,38 +54,27 @@ class LSHBloomStore:
     def _stores(self) -> list[MemoryBucketStore]:
         return [s for s in (self._newer, self._older) if s is not None]
 
-    def _query(
-        self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None
-    ) -> tuple[list[tuple[str, float]], bool]:
+    def _query(self, query: Query) -> tuple[list[tuple[str, float]], bool]:
         """The matches, and whether any page of the window was a candidate at all."""
         seen: list[str] = []
 
         def counted(key: str, other: Any) -> float | None:
             seen.append(key)
-            return verify(key, other)
+            return query.verify(key, other)
 
         matches: list[tuple[str, float]] = []
         for store in self._stores():
-            matches += store.query(signature, buckets, counted, probe)
+            matches += store.query(replace(query, verify=counted))
         return matches, bool(seen)
 
-    def query(
-        self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None
-    ) -> list[tuple[str, float]]:
+    def query(self, query: Query) -> list[tuple[str, float]]:
         with self._lock:
-            return self._query(signature, buckets, verify, probe)[0]
+            return self._query(query)[0]
 
-    def query_and_add(
-        self,
-        key: str,
-        signature: Any,
-        buckets: list[int],
-        verify: Verifier,
-        probe: int | None = None,
-    ) -> list[tuple[str, float]]:
+    def query_and_add(self, key: str, query: Query) -> list[tuple[str, float]]:
         with self._lock:
-            matches, verified = self._query(signature, buckets, verify, probe)
-            if not matches and self._add(key, signature, buckets) and not verified:
+            matches, verified = self._query(query)
+            if not matches and self._add(key, query.signature, query.buckets) and not verified:
                 self.unverified += 1  # its bands were met, by no page of the window: kept
             return matches
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from scrapy_neardup.backends.base import Backend, Verifier
+from scrapy_neardup.backends.base import Backend, Query
 from scrapy_neardup.storage.signature_file import SignatureFile
 
 _MASK64 = (1 << 64) - 1
@@ -274,41 +274,30 @@ class MemoryBucketStore:
         self._decoded.move_to_end(doc)
         return found
 
-    def query(
-        self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None
-    ) -> list[tuple[str, float]]:
+    def query(self, query: Query) -> list[tuple[str, float]]:
         with self._lock:
-            return self._query(signature, buckets, verify, probe)
+            return self._query(query)
 
-    def _query(
-        self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None
-    ) -> list[tuple[str, float]]:
+    def _query(self, query: Query) -> list[tuple[str, float]]:
         matches: list[tuple[str, float]] = []
         # Each candidate with the buckets it shares, in the order first met.
-        hits = Counter(chain.from_iterable(self._postings.lookup(buckets, probe)))
-        near = self._codec.hamming_key(signature) if self._codec is not None else None
+        hits = Counter(chain.from_iterable(self._postings.lookup(query.buckets, query.probe)))
+        near = self._codec.hamming_key(query.signature) if self._codec is not None else None
         if near is not None:
             hits = Counter({doc: n for doc, n in hits.items() if not self._too_far(doc, near)})
         limit, strong = (None, 0) if self._codec is None else self._codec.checks
         for doc in best_first(hits, limit, strong):
             key = self._key_bytes(doc).decode()
-            similarity = verify(key, self._candidate(doc))
+            similarity = query.verify(key, self._candidate(doc))
             if similarity is not None:
                 matches.append((key, similarity))
         return matches
 
-    def query_and_add(
-        self,
-        key: str,
-        signature: Any,
-        buckets: list[int],
-        verify: Verifier,
-        probe: int | None = None,
-    ) -> list[tuple[str, float]]:
+    def query_and_add(self, key: str, query: Query) -> list[tuple[str, float]]:
         with self._lock:
-            matches = self._query(signature, buckets, verify, probe)
+            matches = self._query(query)
             if not matches:
-                self._add(key, signature, buckets)
+                self._add(key, query.signature, query.buckets)
             return matches
 
     def _too_far(self, doc: int, near: int) -> bool:

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from scrapy_neardup.backends.base import Verifier
+from scrapy_neardup.backends.base import Query
 
 # Through redis_client: without the redis package, that import says what to install.
 from scrapy_neardup.storage.redis_client import REDIS_ERRORS, CorruptRecord, key_base, part_base
@@ -162,21 +162,13 @@ class RedisBucketStore:
         args = [key, doc, mode, probe, limit or 0, strong, *lengths]
         return self._script(keys=keys, args=args)
 
-    def _search(
-        self,
-        key: str,
-        signature: Any,
-        buckets: list[int],
-        verify: Verifier,
-        probe: int | None,
-        mode: str,
-    ) -> list[tuple[str, float]]:
-        keys = self._keys(buckets)
-        doc = _pack_doc(key, self.codec.encode(signature)) if mode == "add" else b""
+    def _search(self, key: str, query: Query, mode: str) -> list[tuple[str, float]]:
+        keys = self._keys(query.buckets)
+        doc = _pack_doc(key, self.codec.encode(query.signature)) if mode == "add" else b""
         lengths: list[int] = []
         checked: set[str] = set()
         while True:
-            reply = self._run(keys, key, doc, mode, probe or 0, lengths)
+            reply = self._run(keys, key, doc, mode, query.probe or 0, lengths)
             if reply[0] != 0:
                 return []  # added, or the key was already indexed
             lengths = [int(n) for n in reply[1]]
@@ -185,27 +177,18 @@ class RedisBucketStore:
                 if other in checked or other == key:
                     continue
                 checked.add(other)
-                similarity = verify(other, signature)
+                similarity = query.verify(other, signature)
                 if similarity is not None:
                     matches.append((other, similarity))
             if matches or mode == "query":
                 return matches
             # Newcomers, none matching: try to add again, now watching from the new lengths.
 
-    def query_and_add(
-        self,
-        key: str,
-        signature: Any,
-        buckets: list[int],
-        verify: Verifier,
-        probe: int | None = None,
-    ) -> list[tuple[str, float]]:
-        return self._search(key, signature, buckets, verify, probe, "add")
+    def query_and_add(self, key: str, query: Query) -> list[tuple[str, float]]:
+        return self._search(key, query, "add")
 
-    def query(
-        self, signature: Any, buckets: list[int], verify: Verifier, probe: int | None = None
-    ) -> list[tuple[str, float]]:
-        return self._search("", signature, buckets, verify, probe, "query")
+    def query(self, query: Query) -> list[tuple[str, float]]:
+        return self._search("", query, "query")
 
     def add(self, key: str, signature: Any, buckets: list[int]) -> None:
         doc = _pack_doc(key, self.codec.encode(signature))

@@ -109,6 +109,22 @@ return {stages, out, count}
 class UrlFilter:
     """What both filters share: ``add`` is an atomic test-and-set; sizes come from :meth:`info`."""
 
+    #: The implementation's name, in :meth:`params` and :meth:`info`.
+    impl: str
+
+    def __init__(self, client: Any, capacity: int, error_rate: float) -> None:
+        self.client = client
+        self.capacity, self.error_rate = capacity, float(error_rate)
+
+    def params(self) -> dict[str, Any]:
+        """What the filter was made with, recorded in the crawl's meta."""
+        return {
+            "impl": self.impl,
+            "capacity": self.capacity,
+            "error_rate": self.error_rate,
+            "growth": GROWTH,
+        }
+
     def add_many(self, fingerprints: Sequence[bytes]) -> list[bool]:
         raise NotImplementedError
 
@@ -140,6 +156,8 @@ class RedisBloomFilter(UrlFilter):
     would never be crawled. A failed call is reported to the caller instead.
     """
 
+    impl = "bitmaps"
+
     def __init__(
         self,
         client: Any,
@@ -149,8 +167,7 @@ class RedisBloomFilter(UrlFilter):
         *,
         chunk_bits: int = CHUNK_BITS,
     ) -> None:
-        self.client = client
-        self.capacity, self.error_rate = capacity, float(error_rate)
+        super().__init__(client, capacity, error_rate)
         self.chunk_bits = chunk_bits
         self.hash_key = part_base(prefix, "urls")
         self._script = client.register_script(_BLOOM_LUA)
@@ -160,10 +177,7 @@ class RedisBloomFilter(UrlFilter):
 
     def params(self) -> dict[str, Any]:
         return {
-            "impl": "bitmaps",
-            "capacity": self.capacity,
-            "error_rate": self.error_rate,
-            "growth": GROWTH,
+            **super().params(),
             "tightening": TIGHTENING,
             "chunk_bits": self.chunk_bits,
             "hash": "xxh3_128 double hashing",
@@ -229,7 +243,7 @@ class RedisBloomFilter(UrlFilter):
             fill = -math.expm1(-k * counts.get(f"count:{j}", 0) / bits)
             miss *= 1.0 - fill**k
         return {
-            "impl": "bitmaps",
+            "impl": self.impl,
             "seen": counts.get("count", 0),
             "bloom_bytes": sum(self._stage(j)[1] for j in range(stages)) // 8,
             "stages": stages,
@@ -245,19 +259,12 @@ class RedisBloomModuleFilter(UrlFilter):
     Not exercised by the tests: the Debian ``redis-server`` has no modules.
     """
 
-    def __init__(self, client: Any, prefix: str, capacity: int, error_rate: float) -> None:
-        self.client = client
-        self.key = f"{part_base(prefix, 'urls')}:bf"
-        self.capacity, self.error_rate = capacity, float(error_rate)
-        self._reserved = False
+    impl = "redisbloom"
 
-    def params(self) -> dict[str, Any]:
-        return {
-            "impl": "redisbloom",
-            "capacity": self.capacity,
-            "error_rate": self.error_rate,
-            "growth": GROWTH,
-        }
+    def __init__(self, client: Any, prefix: str, capacity: int, error_rate: float) -> None:
+        super().__init__(client, capacity, error_rate)
+        self.key = f"{part_base(prefix, 'urls')}:bf"
+        self._reserved = False
 
     def add_many(self, fingerprints: Sequence[bytes]) -> list[bool]:
         if not self._reserved:
@@ -285,7 +292,7 @@ class RedisBloomModuleFilter(UrlFilter):
             raw = {}
         info = _as_dict(raw)
         return {
-            "impl": "redisbloom",
+            "impl": self.impl,
             "seen": int(info.get("Number of items inserted", 0)),
             "bloom_bytes": int(info.get("Size", 0)),
             "stages": int(info.get("Number of filters", 1)),
