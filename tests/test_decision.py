@@ -241,43 +241,6 @@ def test_spots_from_the_filter_are_the_exact_spots() -> None:
     assert spot_similarity(spots_of(few), spots_of(full)) is None
 
 
-def on_site(title: str, article: list[str], template: list[str]) -> str:
-    """A page as extraction reads it: its title, its article, then its site's template
-    (a comment thread, related links: running text that every page of the site shows)."""
-    return "\n\n".join([title, text(article), text(template)])
-
-
-COMMENTS, OTHER_COMMENTS = english(20, 600), english(21, 600)
-
-
-def test_two_articles_in_one_template_are_not_similar_by_it() -> None:
-    first = on_site("A first headline", english(22, 150), COMMENTS)
-    second = on_site("Another headline", english(23, 150), COMMENTS)
-    # whole pages: the template makes them similar
-    assert pair_of(Deduplicator(decision="similar"), first, second, "").is_duplicate
-    # pages of one site: the lines shown under two titles are its template, and not counted
-    assert outcome(pair_of(Deduplicator(decision="similar"), first, second, "s.org")) == "kept"
-
-
-def test_a_reprint_in_a_learnt_template_is_judged_by_its_text() -> None:
-    story = english(24, 300)
-    dedup = Deduplicator(decision="similar")
-    for n, (site, comments) in enumerate((("s.org", COMMENTS), ("t.org", OTHER_COMMENTS))):
-        other = on_site(f"Other {n}", english(25 + n, 150), comments)
-        assert not dedup.check(f"other {n}", other, site).is_duplicate
-    assert not dedup.check("story", on_site("The story", story, COMMENTS), "s.org").is_duplicate
-    reprint = on_site("The story", edited(story, 0.2, seed=3), OTHER_COMMENTS)
-    assert dedup.check("reprint", reprint, "t.org").duplicate_of == "story"
-    # a page's own lines never become template: its copy under its title on its site
-    copy = on_site("The story", story, english(27, 40))
-    assert dedup.check("copy", copy, "s.org").duplicate_of == "story"
-
-
-def pair_of(dedup: Deduplicator, first: str, second: str, site: str) -> Any:
-    assert not dedup.check("a", first, site).is_duplicate
-    return dedup.check("b", second, site)
-
-
 def test_a_copy_joins_the_closest_kept_page() -> None:
     wide = Match("wide", 0.9, "minhash", containment=0.95, rank=0.3)
     close = Match("close", 0.5, "minhash", containment=0.8, rank=0.6)

@@ -16,7 +16,6 @@ Rationale: ``docs/design.md#containment``, ``#lossless``, ``#phrase-filter``,
 from __future__ import annotations
 
 import struct
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -40,7 +39,7 @@ from scrapy_neardup.backends.phrases import (
     spots_of,
 )
 from scrapy_neardup.backends.phrases import titled as titled  # the evaluation's
-from scrapy_neardup.text import Document, ShingleSpec, hash_tokens, normalize
+from scrapy_neardup.text import Document, ShingleSpec
 
 RELATED = 0.8
 #: What drops a page: ``"contained"`` (its text is in a kept page: this module's rule) or
@@ -107,59 +106,6 @@ def _unit(name: str, value: float) -> float:
     return float(value)
 
 
-class Page(NamedTuple):
-    """What :class:`SiteLines` reads of a new page (never stored): the hash of its title
-    (its first line where it has none) and of each of its lines with words, and those
-    lines as written."""
-
-    title: int
-    lines: np.ndarray
-    written: tuple[str, ...]
-
-
-def page_of(doc: Document) -> Page:
-    """:class:`Page` of ``doc``."""
-    written = tuple(line for line in doc.text.splitlines() if normalize(line))
-    title = normalize(doc.title or (written[0] if written else ""))
-    keys = hash_tokens([title, *(normalize(line) for line in written)])
-    return Page(int(keys[0]), keys[1:], written)
-
-
-class SiteLines:
-    """Lines that pages of one site show under different titles: its template (menus,
-    related links, a comment thread or a cookie notice that extraction kept), which the
-    "similar" rule does not count (``docs/design.md#site-template``).
-
-    A line is the template's once a page of another title on the same site has shown it,
-    the page being judged included: two articles in one template differ at their second
-    page already, while a page's own text, and its copies under its title, never become
-    template. Counts live in this process (a resumed crawl learns them again) and are
-    bounded: ``max_lines`` per site, ``max_sites`` sites, the least recently seen forgotten
-    first."""
-
-    def __init__(self, max_lines: int = 8192, max_sites: int = 1024) -> None:
-        self.max_lines, self.max_sites = max_lines, max_sites
-        self._sites: OrderedDict[str, dict[int, int | None]] = OrderedDict()
-
-    def template(self, site: str, page: Page) -> np.ndarray:
-        """Which lines of ``page``, of ``site``, are its site's template; learns them."""
-        seen = self._sites.pop(site, None)
-        if seen is None:
-            seen = {}
-            if len(self._sites) >= self.max_sites:
-                self._sites.popitem(last=False)
-        self._sites[site] = seen
-        found = np.zeros(len(page.lines), dtype=bool)
-        for n, line in enumerate(page.lines.tolist()):
-            if line not in seen:
-                if len(seen) < self.max_lines:
-                    seen[line] = page.title
-            elif seen[line] != page.title:
-                found[n] = True
-                seen[line] = None  # the template's: under any title from now on
-        return found
-
-
 class Signature(NamedTuple):
     """A :class:`Verified` signature: the backend's own and the filters the rules read. A
     named tuple, so that it pickles (it is made in an extraction worker)."""
@@ -169,7 +115,6 @@ class Signature(NamedTuple):
     shingles: Phrases | None = None  # the "similar" rule's shingles, when not 3-shingles
     spots: Phrases | None = None  # the spot rule's spots (set backends)
     excerpts: np.ndarray | None = None  # the excerpt fingerprints stored (None: not decoded)
-    page: Page | None = None  # a new page's lines (never stored)
 
 
 class Verified(Backend):
@@ -244,7 +189,6 @@ class Verified(Backend):
                 0.0 if self.similar_spots else min(self._screen, 0.5 * self.similarity_threshold)
             )
         self.excerpts = Excerpts()  # excerpt keys beside the backend's (backends/excerpts.py)
-        self.site_lines = SiteLines()  # the sites' template lines (off_template)
 
     def params(self) -> dict[str, Any]:
         verify = {"filter": f"bloom{BITS_PER_SHINGLE}+words", "coverage": self.coverage}
@@ -268,32 +212,12 @@ class Verified(Backend):
         return params
 
     def signature(self, doc: Document) -> Signature:
-        extra = spots = page = None
+        extra = spots = None
         if self._jaccard and self._spec != PHRASE:
             extra = shingles_of(doc, self._spec)
         if self.similar_spots:
             spots = spots_of(doc)
-        if self._jaccard:
-            page = page_of(doc)
-        return Signature(self.backend.signature(doc), phrases_of(doc), extra, spots, page=page)
-
-    def off_template(self, signature: Signature, site: str) -> Signature:
-        """Under ``"similar"``, ``signature`` of a new page of ``site`` signed again without
-        the lines of its site's template (:class:`SiteLines`, which learns the page's
-        lines), where it has some: the backend's signature and the similar rule's filters,
-        which a kept page is then indexed and compared by; its phrase filter (containment's)
-        stays the whole page's."""
-        page = signature.page
-        if self.decision != "similar" or not site or page is None:
-            return signature
-        template = self.site_lines.template(site, page)
-        if not template.any():
-            return signature
-        own = Document("\n".join(w for w, t in zip(page.written, template, strict=True) if not t))
-        backend = self.backend.signature(own) if own.token_count > 1 else signature.backend
-        shingles = shingles_of(own, self._spec) if signature.shingles is not None else None
-        spots = spots_of(own) if signature.spots is not None else None
-        return signature._replace(backend=backend, shingles=shingles, spots=spots)
+        return Signature(self.backend.signature(doc), phrases_of(doc), extra, spots)
 
     def bucket_keys(self, signature: Signature) -> list[int]:
         return list(self.backend.bucket_keys(signature.backend)) + self.excerpt_keys(signature)
@@ -338,10 +262,7 @@ class Verified(Backend):
 
     def check(self, new: Signature, kept: Signature) -> Check | None:
         """None when the candidate is neither a copy, related nor near."""
-        sizes = new.phrases.count, kept.phrases.count
-        if self.decision == "similar" and new.shingles is not None and kept.shingles is not None:
-            sizes = new.shingles.count, kept.shingles.count  # without the sites' templates
-        if sizes[1] < self._smaller * sizes[0]:
+        if kept.phrases.count < self._smaller * new.phrases.count:
             # A kept page a tenth the new one's size (which the excerpt keys of a long page
             # propose by the dozen) holds too little of it to be its copy or near it: not
             # verified, which over a whole page costs what a check of an excerpt does not.

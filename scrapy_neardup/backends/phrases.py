@@ -250,7 +250,7 @@ def jaccard(new: Phrases, kept: Phrases) -> float | None:
     """The Jaccard similarity of the two documents' shingle sets: ``new``'s distinct shingles
     (all of them, from its sequence) looked up in ``kept``'s filter, the filter's false
     positives subtracted as :func:`coverage` does; None when ``kept``'s filter is too full
-    to say."""
+    to say. Boilerplate is not left out: this is the literature's measure of the pair."""
     found = _shared(new, kept)
     if found is None:
         return None
