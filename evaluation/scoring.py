@@ -26,6 +26,7 @@ import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -145,6 +146,8 @@ class Scorer:
         self.kind = [d.kind for d in self.docs]
         self.original = {d.family: i for i, d in enumerate(self.docs) if d.kind == "original"}
         self.present = [bool(t.strip()) for t in self.texts]
+        # a page's site, as a crawl knows it: its host, "www." aside
+        self.site = [urlsplit(d.url).netloc.removeprefix("www.") for d in self.docs]
         exact = ExactBackend()
         start = time.perf_counter()
         self.base = [Document(t) for t in self.texts]
@@ -205,9 +208,12 @@ class Scorer:
             index = Index(method, MemoryBucketStore())
             keys = {str(i): i for i in long_docs}
             for i in long_docs:
-                index.add(str(i), sigs[i])
+                method.learn(sigs[i], self.site[i])  # the crawl has kept every page
+            signed = {i: method.off_template(sigs[i], self.site[i]) for i in long_docs}
             for i in long_docs:
-                for match in index.query(sigs[i]):
+                index.add(str(i), signed[i])
+            for i in long_docs:
+                for match in index.query(signed[i]):
                     j = keys[match.key]
                     if j != i:
                         pairs.setdefault((min(i, j), max(i, j)), match.similarity)
@@ -242,7 +248,8 @@ class Scorer:
         kept_docs: list[int] = []
         for i in order:
             near = sigs[i] if self.tokens[i] >= config.min_tokens else None
-            verdict = dedup.check_signed(str(i), Signed(self.exact[i], near, self.tokens[i]))
+            signed = Signed(self.exact[i], near, self.tokens[i], self.site[i])
+            verdict = dedup.check_signed(str(i), signed)
             if verdict.is_duplicate:
                 j = int(verdict.duplicate_of)
                 false_drops += self.article[j] != self.article[i] and not self.contained(i, j, True)
