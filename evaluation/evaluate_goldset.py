@@ -486,15 +486,13 @@ def handwritten(texts: list[str], order: list[int]) -> Run:
 
 def engine_runs(
     texts: list[str],
-    sites: list[str],
     orders: list[list[int]],
     backend: str,
     decision: str,
     **options: object,
 ) -> list[Run]:
     """``Deduplicator`` over the plugin's texts in each order, as the pipeline calls it (the
-    first line a title, as extraction writes it; the page's outlet its site); signed once
-    for all orders."""
+    first line a title, as extraction writes it); signed once for all orders."""
     from scrapy_neardup.backends.containment import titled
     from scrapy_neardup.deduplicator import Deduplicator
 
@@ -502,10 +500,7 @@ def engine_runs(
         return Deduplicator(backend, decision=decision, **options)
 
     start = time.perf_counter()
-    signed = [
-        make().sign(titled(text), site=site) if text else None
-        for text, site in zip(texts, sites, strict=True)
-    ]
+    signed = [make().sign(titled(text)) if text else None for text in texts]
     sign_seconds = (time.perf_counter() - start) / len(orders)
     runs = []
     for order in orders:
@@ -710,8 +705,7 @@ def main(argv: list[str] | None = None) -> int:
             name = ", ".join(["add-on", decision, backend, *args.set])
             if args.engine:
                 options = engine_options(extra)
-                sites = [p.host for p in pages]
-                runs = engine_runs(plugin_texts, sites, orders, backend, decision, **options)
+                runs = engine_runs(plugin_texts, orders, backend, decision, **options)
                 name += " (engine)"
             else:
                 runs = [crawl(pages, o, backend, decision, args.concurrency, extra) for o in orders]

@@ -26,7 +26,6 @@ import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -146,8 +145,6 @@ class Scorer:
         self.kind = [d.kind for d in self.docs]
         self.original = {d.family: i for i, d in enumerate(self.docs) if d.kind == "original"}
         self.present = [bool(t.strip()) for t in self.texts]
-        # a page's site, as a crawl knows it: its host, "www." aside
-        self.site = [urlsplit(d.url).netloc.removeprefix("www.") for d in self.docs]
         exact = ExactBackend()
         start = time.perf_counter()
         self.base = [Document(t) for t in self.texts]
@@ -208,12 +205,9 @@ class Scorer:
             index = Index(method, MemoryBucketStore())
             keys = {str(i): i for i in long_docs}
             for i in long_docs:
-                method.learn(sigs[i], self.site[i])  # the crawl has kept every page
-            signed = {i: method.off_template(sigs[i], self.site[i]) for i in long_docs}
+                index.add(str(i), sigs[i])
             for i in long_docs:
-                index.add(str(i), signed[i])
-            for i in long_docs:
-                for match in index.query(signed[i]):
+                for match in index.query(sigs[i]):
                     j = keys[match.key]
                     if j != i:
                         pairs.setdefault((min(i, j), max(i, j)), match.similarity)
@@ -248,8 +242,7 @@ class Scorer:
         kept_docs: list[int] = []
         for i in order:
             near = sigs[i] if self.tokens[i] >= config.min_tokens else None
-            signed = Signed(self.exact[i], near, self.tokens[i], self.site[i])
-            verdict = dedup.check_signed(str(i), signed)
+            verdict = dedup.check_signed(str(i), Signed(self.exact[i], near, self.tokens[i]))
             if verdict.is_duplicate:
                 j = int(verdict.duplicate_of)
                 false_drops += self.article[j] != self.article[i] and not self.contained(i, j, True)

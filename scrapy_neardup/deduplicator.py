@@ -95,14 +95,11 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Signed:
-    """A document's signatures; ``near`` is None for short documents (exact matching only).
-    ``site``: the site of the page (its host), whose template lines alone do not make it
-    similar (:class:`~scrapy_neardup.backends.containment.SiteLines`); "" for none."""
+    """A document's signatures; ``near`` is None for short documents (exact matching only)."""
 
     exact: Any
     near: Any
     tokens: int
-    site: str = ""
 
 
 class Recorder(Protocol):
@@ -197,10 +194,9 @@ class Deduplicator:
         exact = ExactBackend()
         self.exact = Index(exact, stores("exact", exact))
         self.near = None
-        self.verified: Verified | None = None
         if not isinstance(self.method, ExactBackend):
-            self.verified = Verified(self.method, **verify)
-            self.near = Index(self.verified, stores(self.method.name, self.verified))
+            verified = Verified(self.method, **verify)
+            self.near = Index(verified, stores(self.method.name, verified))
         self.members: dict[str, Member] = {}
         self.related: dict[str, Member] = {}
         #: Kept documents near a kept one (:attr:`Verdict.near_to`), by key.
@@ -208,22 +204,20 @@ class Deduplicator:
         self.counts: Counter[str] = Counter()
         self.recorder: Recorder | None = None
 
-    def sign(self, text: str | Document, title: str = "", site: str = "") -> Signed:
+    def sign(self, text: str | Document, title: str = "") -> Signed:
         """Signatures of a text (whose first line is ``title``, when given: a page's title, as
-        extraction puts it) of a page of ``site``: the costly, pure half of :meth:`check`
-        (safe in a worker)."""
+        extraction puts it): the costly, pure half of :meth:`check` (safe in a worker)."""
         doc = text if isinstance(text, Document) else Document(text, title=title)
         exact = self.exact.method.signature(doc)
         reads_tokens = self.near is not None and self.near.method.reads_tokens
         count = len(doc.tokens) if reads_tokens else doc.token_count
         if self.near is None or count < self.min_tokens:
-            return Signed(exact, None, count, site)
-        return Signed(exact, self.near.method.signature(doc), count, site)
+            return Signed(exact, None, count)
+        return Signed(exact, self.near.method.signature(doc), count)
 
-    def check(self, key: str, text: str | Document, site: str = "") -> Verdict:
-        """Match ``text`` (of a page of ``site``) against everything kept so far; keep it
-        (index it) if it is new."""
-        return self.check_signed(key, self.sign(text, site=site))
+    def check(self, key: str, text: str | Document) -> Verdict:
+        """Match ``text`` against everything kept so far; keep it (index it) if it is new."""
+        return self.check_signed(key, self.sign(text))
 
     def check_signed(self, key: str, signed: Signed) -> Verdict:
         """The index half of :meth:`check`, for signatures made by :meth:`sign`."""
@@ -239,12 +233,10 @@ class Deduplicator:
             # Exact first without adding: only a document that is kept becomes a head.
             matches = self.exact.query(signed.exact)
             if not matches:
-                assert self.near is not None and self.verified is not None  # they sign it
-                signature = self.verified.off_template(signed.near, signed.site)
-                matches, related = self.near.search(key, signature, add=True, near=near)
+                assert self.near is not None  # only its backend signs for it (sign)
+                matches, related = self.near.search(key, signed.near, add=True, near=near)
                 if not matches:
                     self.exact.add(key, signed.exact)
-                    self.verified.learn(signed.near, signed.site)
         if not matches:
             self.counts["kept"] += 1
             if self.recorder is not None:

@@ -241,38 +241,6 @@ def test_spots_from_the_filter_are_the_exact_spots() -> None:
     assert spot_similarity(spots_of(few), spots_of(full)) is None
 
 
-def on_site(title: str, article: list[str], template: list[str]) -> str:
-    """A page as extraction reads it: its title, its article, then its site's template
-    (a comment thread, related links: running text that every page of the site shows)."""
-    return "\n\n".join([title, text(article), text(template)])
-
-
-COMMENTS = english(20, 600)
-
-
-def test_two_articles_in_one_template_are_not_similar_by_it() -> None:
-    first = on_site("A first headline", english(22, 150), COMMENTS)
-    second = on_site("Another headline", english(23, 150), COMMENTS)
-    for site, dropped in (("", True), ("s.org", False)):
-        dedup = Deduplicator(decision="similar")
-        assert not dedup.check("a", first, site).is_duplicate
-        # whole pages, the template makes them similar; a site's template alone does not
-        assert dedup.check("b", second, site).is_duplicate == dropped
-
-
-def test_a_sites_own_copies_stay_similar() -> None:
-    story = english(24, 300)
-    dedup = Deduplicator(decision="similar")
-    other = on_site("Other", english(25, 150), COMMENTS)
-    assert not dedup.check("other", other, "s.org").is_duplicate
-    assert not dedup.check("story", on_site("The story", story, COMMENTS), "s.org").is_duplicate
-    # its lines are never template under its own title, on its site or another
-    again = on_site("The story", edited(story, 0.05, seed=3), COMMENTS)
-    assert dedup.check("again", again, "s.org").duplicate_of == "story"
-    elsewhere = on_site("The story", edited(story, 0.05, seed=4), COMMENTS)
-    assert dedup.check("elsewhere", elsewhere, "t.org").duplicate_of == "story"
-
-
 def test_a_copy_joins_the_closest_kept_page() -> None:
     wide = Match("wide", 0.9, "minhash", containment=0.95, rank=0.3)
     close = Match("close", 0.5, "minhash", containment=0.8, rank=0.6)

@@ -117,8 +117,7 @@ def test_engine_replay_and_crawl_agree_on_a_tiny_gold_set(tmp_path: Path) -> Non
     stories = [p.story for p in pages]
     order = ev.order_of(len(pages), 0)
     texts = [ev.plugin_text(p.body) for p in pages]
-    sites = [p.host for p in pages]
-    replayed = ev.engine_runs(texts, sites, [order], "minhash", "similar")[0]
+    replayed = ev.engine_runs(texts, [order], "minhash", "similar")[0]
     crawled = ev.crawl(pages, order, "minhash", "similar")
     assert crawled.missing == 0 and sorted(crawled.met) == list(range(len(pages)))
     for run in (replayed, crawled):

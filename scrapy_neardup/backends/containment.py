@@ -16,7 +16,6 @@ Rationale: ``docs/design.md#containment``, ``#lossless``, ``#phrase-filter``,
 from __future__ import annotations
 
 import struct
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -40,7 +39,7 @@ from scrapy_neardup.backends.phrases import (
     spots_of,
 )
 from scrapy_neardup.backends.phrases import titled as titled  # the evaluation's
-from scrapy_neardup.text import Document, ShingleSpec, hash_tokens, normalize
+from scrapy_neardup.text import Document, ShingleSpec
 
 RELATED = 0.8
 #: What drops a page: ``"contained"`` (its text is in a kept page: this module's rule) or
@@ -107,63 +106,6 @@ def _unit(name: str, value: float) -> float:
     return float(value)
 
 
-class Page(NamedTuple):
-    """What :class:`SiteLines` reads of a new page (never stored): the hash of its title
-    (its first line where it has none) and of each of its lines with words, and those
-    lines as written."""
-
-    title: int
-    lines: np.ndarray
-    written: tuple[str, ...]
-
-
-def page_of(doc: Document) -> Page:
-    """:class:`Page` of ``doc``."""
-    written = tuple(line for line in doc.text.splitlines() if normalize(line))
-    title = normalize(doc.title or (written[0] if written else ""))
-    keys = hash_tokens([title, *(normalize(line) for line in written)])
-    return Page(int(keys[0]), keys[1:], written)
-
-
-class SiteLines:
-    """Lines that kept pages of one site show under different titles: its template (menus,
-    related links, a comment thread or a cookie notice that extraction kept), which the
-    "similar" rule does not let decide a drop (``docs/design.md#site-template``).
-
-    A line is the template's once kept pages of two titles on the site show it, or a kept
-    page and the new page of another title: a page's own text, and its copies under its
-    title, never are. Kept pages only: a story's dropped copies do not make its lines
-    template. Counts live in this process (a resumed crawl learns them again from the pages
-    it keeps) and are bounded: ``max_lines`` per site, ``max_sites`` sites, the least
-    recently seen forgotten first."""
-
-    def __init__(self, max_lines: int = 8192, max_sites: int = 1024) -> None:
-        self.max_lines, self.max_sites = max_lines, max_sites
-        # per site, each line's title, or None once it is the template's
-        self._sites: OrderedDict[str, dict[int, int | None]] = OrderedDict()
-
-    def template(self, site: str, page: Page) -> np.ndarray:
-        """Which lines of ``page``, a new page of ``site``, are its site's template."""
-        seen = self._sites.get(site, {})
-        titles = [seen.get(line, page.title) for line in page.lines.tolist()]
-        return np.array([title != page.title for title in titles], dtype=bool)
-
-    def count(self, site: str, page: Page) -> None:
-        """Learn the lines of ``page``, a page ``site`` kept."""
-        seen = self._sites.pop(site, None)
-        if seen is None:
-            seen = {}
-            if len(self._sites) >= self.max_sites:
-                self._sites.popitem(last=False)
-        self._sites[site] = seen
-        for line in page.lines.tolist():
-            if line not in seen:
-                if len(seen) < self.max_lines:
-                    seen[line] = page.title
-            elif seen[line] != page.title:
-                seen[line] = None
-
-
 class Signature(NamedTuple):
     """A :class:`Verified` signature: the backend's own and the filters the rules read. A
     named tuple, so that it pickles (it is made in an extraction worker)."""
@@ -173,8 +115,6 @@ class Signature(NamedTuple):
     shingles: Phrases | None = None  # the "similar" rule's shingles, when not 3-shingles
     spots: Phrases | None = None  # the spot rule's spots (set backends)
     excerpts: np.ndarray | None = None  # the excerpt fingerprints stored (None: not decoded)
-    page: Page | None = None  # a new page's lines (never stored)
-    own: tuple[Phrases, Phrases | None] | None = None  # its shingles, spots off-template
 
 
 class Verified(Backend):
@@ -249,7 +189,6 @@ class Verified(Backend):
                 0.0 if self.similar_spots else min(self._screen, 0.5 * self.similarity_threshold)
             )
         self.excerpts = Excerpts()  # excerpt keys beside the backend's (backends/excerpts.py)
-        self.site_lines = SiteLines()  # the sites' template lines (off_template)
 
     def params(self) -> dict[str, Any]:
         verify = {"filter": f"bloom{BITS_PER_SHINGLE}+words", "coverage": self.coverage}
@@ -273,33 +212,12 @@ class Verified(Backend):
         return params
 
     def signature(self, doc: Document) -> Signature:
-        extra = spots = page = None
+        extra = spots = None
         if self._jaccard and self._spec != PHRASE:
             extra = shingles_of(doc, self._spec)
         if self.similar_spots:
             spots = spots_of(doc)
-        if self._jaccard:
-            page = page_of(doc)
-        return Signature(self.backend.signature(doc), phrases_of(doc), extra, spots, page=page)
-
-    def off_template(self, signature: Signature, site: str) -> Signature:
-        """Under ``"similar"``, ``signature`` of a new page of ``site`` with, where it has
-        lines of its site's template (:class:`SiteLines`), the similar rule's filters of its
-        other lines (``own``), which :meth:`similar` asks too."""
-        page = signature.page
-        if self.decision != "similar" or not self._jaccard or not site or page is None:
-            return signature
-        template = self.site_lines.template(site, page)
-        if not template.any():
-            return signature
-        own = Document("\n".join(w for w, t in zip(page.written, template, strict=True) if not t))
-        spots = spots_of(own) if signature.spots is not None else None
-        return signature._replace(own=(shingles_of(own, self._spec), spots))
-
-    def learn(self, signature: Signature, site: str) -> None:
-        """Told that a new page of ``site`` was kept: :class:`SiteLines` learns its lines."""
-        if site and signature.page is not None:
-            self.site_lines.count(site, signature.page)
+        return Signature(self.backend.signature(doc), phrases_of(doc), extra, spots)
 
     def bucket_keys(self, signature: Signature) -> list[int]:
         return list(self.backend.bucket_keys(signature.backend)) + self.excerpt_keys(signature)
@@ -332,18 +250,7 @@ class Verified(Backend):
     ) -> tuple[bool, float | None]:
         """Whether the "similar" rule holds for a candidate, with its measure: the Jaccard of
         its shingles (:meth:`measure`) at least the threshold, or, for the set backends, the
-        spot rule (:func:`spot_similarity`, whose closeness is then the measure); for a page
-        with lines of its site's template, on the whole page and on its other lines both
-        (a pair that only the template makes similar is not)."""
-        holds, measure = self._similar(new, kept, estimate)
-        if holds and new.own is not None:
-            own = new._replace(shingles=new.own[0], spots=new.own[1], own=None)
-            holds = self._similar(own, kept, estimate)[0]
-        return holds, measure
-
-    def _similar(
-        self, new: Signature, kept: Signature, estimate: float
-    ) -> tuple[bool, float | None]:
+        spot rule (:func:`spot_similarity`, whose closeness is then the measure)."""
         measure = self.measure(new, kept, estimate)
         holds = measure is not None and measure >= self.similarity_threshold - 1e-9
         spots = None
