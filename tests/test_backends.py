@@ -4,6 +4,8 @@ from its own module, tests/test_backend_<name>.py."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from backend_suite import TEXT, BackendSuite
@@ -134,18 +136,25 @@ def test_a_state_from_before_the_new_defaults_resumes_with_the_old_settings(
     """The README's upgrade settings give the parameters the earlier release recorded (a
     parameter at its old value is left out of them), so its state loads; the new defaults
     refuse it, naming the difference."""
+    old = _resumes_only_with(backend, before, settings)
+    assert not ({"lines", "anchors"} & set(old.near.method.backend.params()))
+
+
+def _resumes_only_with(backend: str, before: dict, settings: dict) -> Any:
+    """A deduplicator of ``backend`` made with ``before``, one page checked: its state
+    resumes under ``settings`` and is refused under the defaults."""
     from scrapy_neardup.config import NearDupConfig
     from scrapy_neardup.deduplicator import Deduplicator
     from scrapy_neardup.exceptions import StateError
 
     old = Deduplicator(make_backend(backend, **before))
-    assert not ({"lines", "anchors"} & set(old.near.method.backend.params()))
     old.check("https://a.example/1", TEXT)
     config = NearDupConfig.from_settings({"NEARDUP_BACKEND": backend, **settings})
     resumed = resume(old, Deduplicator(backend_from_config(config)))
     assert len(resumed) == 1
     with pytest.raises(StateError, match="params"):
         resume(old, Deduplicator(backend))
+    return old
 
 
 @pytest.mark.parametrize(
@@ -160,17 +169,7 @@ def test_a_contained_state_of_the_backends_own_candidates_resumes_with_them(
 ) -> None:
     """A "contained" state written when that decision took the backend's own candidates
     resumes with the README's upgrade settings; the new defaults refuse it at start."""
-    from scrapy_neardup.config import NearDupConfig
-    from scrapy_neardup.deduplicator import Deduplicator
-    from scrapy_neardup.exceptions import StateError
-
-    old = Deduplicator(make_backend(backend))
-    old.check("https://a.example/1", TEXT)
-    config = NearDupConfig.from_settings({"NEARDUP_BACKEND": backend, **settings})
-    resumed = resume(old, Deduplicator(backend_from_config(config)))
-    assert len(resumed) == 1
-    with pytest.raises(StateError, match="params"):
-        resume(old, Deduplicator(backend))
+    _resumes_only_with(backend, {}, settings)
 
 
 def test_every_registered_backend_has_its_module_and_its_contract_suite() -> None:
