@@ -1,14 +1,10 @@
 """scrapy-redis's scheduler, losing no request when a worker dies:
 ``SCHEDULER = "scrapy_neardup.leases.LeasingScheduler"``.
 
-A popped request is leased to its worker and stays in Redis until the worker acknowledges it,
-once the engine is done with it and its items are in the feed files (at the next sync, every
-``NEARDUP_FLUSH_INTERVAL`` seconds, which also renews the lease). A worker silent for
-``NEARDUP_LEASE_TIMEOUT`` seconds (Redis's clock) is dead: the next pop puts its leased
-requests back in the queue, to be fetched again past the URL filter (at least once). The
-scheduler watches the engine's slot, which is not public API (the one place that does).
-Keys beside the queue ``Q``: ``Q:leases``, ``Q:leased``, ``Q:reclaimed``.
-Rationale: ``docs/design.md#leases``.
+A popped request stays in Redis, leased to its worker, until the worker acknowledges it at a
+sync once the engine is done with it; the requests of a worker silent for
+``NEARDUP_LEASE_TIMEOUT`` seconds go back in the queue. Keys beside the queue ``Q``:
+``Q:leases``, ``Q:leased``, ``Q:reclaimed``. Rationale: ``docs/design.md#leases``.
 """
 
 from __future__ import annotations
@@ -100,17 +96,14 @@ class LeasedQueue(PriorityQueue):
         super().__init__(server, spider, key, serializer)
         self.worker = uuid.uuid4().hex
         self.lease_ms = 60_000
-        self.leases, self.leased, self.reclaimed = (
-            f"{self.key}:{name}" for name in ("leases", "leased", "reclaimed")
-        )
+        #: The queue, ``leases``, ``leased`` and ``reclaimed``: the scripts' KEYS.
+        self.keys = [self.key, *(f"{self.key}:{n}" for n in ("leases", "leased", "reclaimed"))]
+        self.leases, self.leased, self.reclaimed = self.keys[1:]
         self.put_back = 0  # requests of dead workers this one put back in the queue
         self._ids = count(1)
         self._pop = server.register_script(_POP_LUA)
         self._renew = server.register_script(_RENEW_LUA)
         self._release = server.register_script(_RELEASE_LUA)
-
-    def _keys(self) -> list[str]:
-        return [self.key, self.leases, self.leased, self.reclaimed]
 
     def __len__(self) -> int:
         pipe = self.server.pipeline(transaction=False)
@@ -120,7 +113,7 @@ class LeasedQueue(PriorityQueue):
 
     def pop(self, timeout: int = 0) -> Any:
         lease = f"{self.worker}:{next(self._ids)}"
-        reply = self._pop(keys=self._keys(), args=[self.worker, self.lease_ms, lease])
+        reply = self._pop(keys=self.keys, args=[self.worker, self.lease_ms, lease])
         self.put_back += int(reply[0])
         if len(reply) == 1:
             return None
@@ -138,10 +131,10 @@ class LeasedQueue(PriorityQueue):
 
     def release(self) -> int:
         """This worker leaves: what is still leased to it goes back in the queue."""
-        return int(self._release(keys=self._keys(), args=[self.worker]))
+        return int(self._release(keys=self.keys, args=[self.worker]))
 
     def clear(self) -> None:
-        self.server.delete(*self._keys())
+        self.server.delete(*self.keys)
 
 
 class LeasingScheduler(Scheduler):

@@ -10,6 +10,7 @@ later a failed call is met as :mod:`.redis_outage` says. Rationale: ``docs/desig
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import re
@@ -90,7 +91,8 @@ class RedisState(UrlChecks):
     def _connect_redis(self) -> None:
         """Record the crawl's parameters in Redis, or check them against those recorded; again
         when Redis lost them (checked every STATE_CHECK_INTERVAL seconds, and said once)."""
-        client, prefix, meta = self.redis_client, self.key_prefix, self._client_mod.check_meta
+        client, prefix = self.redis_client, self.key_prefix
+        meta = functools.partial(self._client_mod.check_meta, client, prefix)
         now = time.monotonic()
         with self._lock:
             due = self._redis_ready and now >= self._state_checked + STATE_CHECK_INTERVAL
@@ -104,16 +106,13 @@ class RedisState(UrlChecks):
         with self._connect_lock:
             if self._redis_ready:
                 return
-            if (
-                not self._contacted
-                and self._crawled_before()
-                and not self._client_mod.meta_exists(client, prefix)
-            ):
+            ran_before = not self._contacted and self._crawled_before()
+            if ran_before and not self._client_mod.meta_exists(client, prefix):
                 self._warn_lost(
                     f"holds nothing under {{{prefix}}}, though JOBDIR shows this crawl ran before"
                 )
             content = {k: self.dedup.meta()[k] for k in ("method", "params", "min_tokens")}
-            meta(client, prefix, "content", content, optional=OPTIONAL_PARAMS)
+            meta("content", content, optional=OPTIONAL_PARAMS)
             config = self.config
             crawl = {  # what decides what the prefix holds, besides the method
                 "NEARDUP_STRIP_PARAMS": sorted(config.strip_params),
@@ -121,11 +120,11 @@ class RedisState(UrlChecks):
                 "NEARDUP_EXTRACT_FAST": config.extract_fast,
                 "NEARDUP_MAX_TEXT_CHARS": config.max_text_chars,
             }
-            meta(client, prefix, "crawl", crawl)
+            meta("crawl", crawl)
             urls = self._urls_mod.url_filter(
                 self.redis_url_client, prefix, config.bloom_capacity, config.bloom_error_rate
             )
-            meta(client, prefix, "urls", urls.params())
+            meta("urls", urls.params())
             self.urls = urls
             self._redis_ready = self._contacted = True
 
@@ -139,10 +138,10 @@ class RedisState(UrlChecks):
 
     def _crawled_before(self) -> bool:
         """Whether JOBDIR holds what Scrapy leaves after a run (its queue, the spider state)."""
-        jobdir = self.crawler.settings.get("JOBDIR") if self.crawler is not None else None
-        if not jobdir:
-            return False
-        return any((Path(jobdir) / name).exists() for name in ("requests.queue", "spider.state"))
+        jobdir = self.crawler.settings.get("JOBDIR") if self.crawler is not None else ""
+        return bool(jobdir) and any(
+            (Path(jobdir) / name).exists() for name in ("requests.queue", "spider.state")
+        )
 
     def _first_contact(self) -> tuple[int, int]:
         """Connect; the URLs and documents Redis holds. A full Redis stops the start."""

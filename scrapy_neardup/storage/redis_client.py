@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from itertools import islice
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -55,11 +56,9 @@ def failure(exc: BaseException) -> str:
 
 
 def connect(url: str, timeout: float = 5.0, retries: int = 2) -> Any:
-    """A client for ``url`` with timeouts; redis-py tries a call that met a connection or
-    timeout error ``retries`` times again, with jittered backoff. ``retries=0`` where a call
-    must not run twice (a Bloom test-and-set whose reply was lost) or its failure is best
-    reported at once. A :class:`RedisCluster` when the URL says ``?cluster=true`` (the URL of
-    any of its nodes: ``redis://10.0.0.1:7000/?cluster=true``)."""
+    """A client for ``url`` with timeouts, whose calls redis-py tries ``retries`` times again
+    after a connection or timeout error (0: a call that must not run twice, a Bloom
+    test-and-set). A :class:`RedisCluster` when the URL of a node says ``?cluster=true``."""
     url, cluster = cluster_url(url)
     options: dict[str, Any] = {
         "socket_timeout": timeout,
@@ -133,12 +132,10 @@ def delete_prefix(client: Any, prefix: str) -> int:
 def unlink(client: Any, keys: Iterable[bytes]) -> int:
     """UNLINK ``keys``, 500 a call (redis-py splits a call by slot on a cluster); returns how
     many existed."""
-    deleted, batch = 0, []
-    for key in keys:
-        batch.append(key)
-        if len(batch) == 500:
-            deleted, batch = deleted + client.unlink(*batch), []
-    return deleted + (client.unlink(*batch) if batch else 0)
+    deleted, rest = 0, iter(keys)
+    while batch := list(islice(rest, 500)):
+        deleted += client.unlink(*batch)
+    return deleted
 
 
 def find_prefixes(client: Any) -> list[str]:
@@ -151,11 +148,10 @@ def find_prefixes(client: Any) -> list[str]:
 
 
 def check_memory(client: Any) -> str | None:
-    """Whether Redis has room for the crawl and keeps what it is given: a Redis at its
-    ``maxmemory`` refuses writes (under ``noeviction``, or a ``volatile-*`` policy, since the
-    crawl's keys have no expiry), a :class:`StorageError`; one that may evict the crawl's
-    keys (an ``allkeys-*`` policy) loses them without an error, a message to warn with.
-    Not checked where ``INFO`` is refused, or answered per node (a cluster)."""
+    """Whether Redis has room for the crawl and keeps what it is given: a
+    :class:`StorageError` when it is at its ``maxmemory`` (it refuses writes), a message to
+    warn with when an ``allkeys-*`` policy may evict the crawl's keys. Not checked where
+    ``INFO`` is refused, or answered per node (a cluster)."""
     try:
         info = client.info("memory")
     except redis.exceptions.ResponseError:

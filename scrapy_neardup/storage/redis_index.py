@@ -149,26 +149,15 @@ class RedisBucketStore:
             f"{self.base}:b:{b:x}" for b in dict.fromkeys(buckets)
         ]
 
-    def _run(
-        self,
-        keys: list[str],
-        key: str,
-        doc: bytes,
-        mode: str,
-        probe: int,
-        lengths: Sequence[int] = (),
-    ) -> Any:
-        limit, strong = self.codec.checks
-        args = [key, doc, mode, probe, limit or 0, strong, *lengths]
-        return self._script(keys=keys, args=args)
-
     def _search(self, key: str, query: Query, mode: str) -> list[tuple[str, float]]:
         keys = self._keys(query.buckets)
         doc = _pack_doc(key, self.codec.encode(query.signature)) if mode == "add" else b""
+        limit, strong = self.codec.checks
         lengths: list[int] = []
         checked: set[str] = set()
         while True:
-            reply = self._run(keys, key, doc, mode, query.probe or 0, lengths)
+            args = [key, doc, mode, query.probe or 0, limit or 0, strong, *lengths]
+            reply = self._script(keys=keys, args=args)
             if reply[0] != 0:
                 return []  # added, or the key was already indexed
             lengths = [int(n) for n in reply[1]]
@@ -192,7 +181,7 @@ class RedisBucketStore:
 
     def add(self, key: str, signature: Any, buckets: list[int]) -> None:
         doc = _pack_doc(key, self.codec.encode(signature))
-        self._run(self._keys(buckets), key, doc, "force", 0)
+        self._script(keys=self._keys(buckets), args=[key, doc, "force", 0, 0, 0])
 
     def _decoded(self, records: Iterable[bytes | None]) -> Iterator[tuple[str, Any]]:
         """(key, signature) of each document record; one that cannot be read is handed to

@@ -149,12 +149,9 @@ class UrlFilter:
 
 
 class RedisBloomFilter(UrlFilter):
-    """Scalable Bloom filter in Redis bitmaps; ``add`` is an atomic test-and-set.
-
-    Its client must not retry a call on its own (``connect(..., retries=0)``): a script run
-    twice, because its reply was lost, would report a URL it just added as seen, and the URL
-    would never be crawled. A failed call is reported to the caller instead.
-    """
+    """Scalable Bloom filter in Redis bitmaps. Its client must not retry a call
+    (``connect(..., retries=0)``): a script run twice, its reply lost, would report a URL it
+    just added as seen, never to be crawled; a failed call is raised instead."""
 
     impl = "bitmaps"
 
@@ -253,11 +250,8 @@ class RedisBloomFilter(UrlFilter):
 
 
 class RedisBloomModuleFilter(UrlFilter):
-    """The same filter on RedisBloom's ``BF.*`` commands, when the server has the module.
-
-    ``BF.MADD`` is itself an atomic test-and-set, and RedisBloom grows by stages (EXPANSION).
-    Not exercised by the tests: the Debian ``redis-server`` has no modules.
-    """
+    """The same filter on RedisBloom's ``BF.*`` commands (``BF.MADD`` is an atomic
+    test-and-set; stages grow by EXPANSION), when the server has the module."""
 
     impl = "redisbloom"
 
