@@ -159,8 +159,7 @@ class LeasingScheduler(Scheduler):
         return scheduler
 
     def open(self, spider: Any) -> Any:
-        state = crawl_state(self.crawler)
-        self._state = state
+        self._state = state = crawl_state(self.crawler)
         self._done: list[str] = []
         self._sync_failed = False
         result = super().open(spider)

@@ -188,14 +188,14 @@ class UrlChecks(OutageHandling):
         with self._lock:
             if self._local_urls.add(key):
                 return True  # this process met it: filtered as usual
-        if not self._settled_later and self.config.redis_on_error == "fail-closed":
-            self.inc("neardup/urls/unchecked")
-            return True  # dropped: nothing would await the answer
         if self._settled_later:
             with self._lock:
                 self._late[key] = future
                 if len(self._late) > LATE_MAX:
                     del self._late[next(iter(self._late))]
+        elif self.config.redis_on_error == "fail-closed":
+            self.inc("neardup/urls/unchecked")
+            return True  # dropped: nothing would await the answer
         future.add_done_callback(lambda done: self._late_answer(key, done))
         return False
 

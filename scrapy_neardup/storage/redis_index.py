@@ -46,10 +46,7 @@ if #ARGV == 6 then
   if probe > 0 and probe < nb then
     local order, size = {}, {}
     for i = 1, nb do order[i] = i; size[i] = redis.call('STRLEN', KEYS[3 + i]) end
-    table.sort(order, function(a, b)
-      if size[a] ~= size[b] then return size[a] < size[b] end
-      return a < b
-    end)
+    table.sort(order, function(a, b) return size[a] < size[b] or (size[a] == size[b] and a < b) end)
     for r = probe + 1, nb do was[order[r]] = -1 end
   end
 else
@@ -123,10 +120,9 @@ class RedisBucketStore:
     """A :class:`~scrapy_neardup.backends.base.BucketStore` in Redis, safe for many writers.
 
     ``codec`` is the backend (its ``encode``/``decode`` and ``checks``); nothing else of it is
-    used. See the module docstring for why :meth:`query_and_add` never lets two processes both
-    keep a near-duplicate pair. A candidate's record that cannot be read (another client wrote
-    it) is handed to ``on_corrupt`` (a :class:`CorruptRecord`) and left out of the comparison;
-    without ``on_corrupt`` it is raised.
+    used. A candidate's record that cannot be read (another client wrote it) is handed to
+    ``on_corrupt`` (a :class:`CorruptRecord`) and left out of the comparison; without
+    ``on_corrupt`` it is raised.
     """
 
     def __init__(
@@ -236,8 +232,6 @@ class RedisRecorder:
         self._record("related", member, "related")
 
     def near(self, member: Any) -> None:
-        """A kept document near the kept ``member.head`` (the decision not configured would
-        have dropped it)."""
         self._record("near", member, "near")
 
     def late(self, member: Any) -> None:

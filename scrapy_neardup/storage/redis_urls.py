@@ -298,11 +298,7 @@ class RedisBloomModuleFilter(UrlFilter):
 def _as_dict(reply: Any) -> dict[str, Any]:
     """A reply of field-value pairs (a flat list in RESP2, a map in RESP3), names as str."""
     pairs = dict(zip(reply[::2], reply[1::2], strict=True)) if isinstance(reply, list) else reply
-    return {_text(k): v for k, v in pairs.items()}
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    return {redis.utils.safe_str(k): v for k, v in pairs.items()}
 
 
 def has_bloom_module(client: Any) -> bool:
@@ -311,7 +307,7 @@ def has_bloom_module(client: Any) -> bool:
         modules = client.execute_command("MODULE LIST")
     except redis.exceptions.ResponseError:
         return False
-    names = {_text(_as_dict(module).get("name", "")).lower() for module in modules or ()}
+    names = {redis.utils.safe_str(_as_dict(m).get("name", "")).lower() for m in modules or ()}
     return bool(names & {"bf", "redisbloom"})
 
 
