@@ -50,11 +50,8 @@ _HIGH_PAIR = re.compile(rb"[\x80-\xff]{2}")
 
 
 def _guess(data: bytes) -> str | None:
-    """charset-normalizer's reading, or None when no encoding fits (binary).
-
-    Among its equally good guesses (short texts often tie) the encodings this project's users
-    most likely have win: it alone reads French cp1252 as cp1250 and short GB18030 as cp949.
-    """
+    """charset-normalizer's reading, or None when no encoding fits (binary); among its equally
+    good guesses, :data:`PREFERRED_ENCODINGS` win (``docs/design.md#neardup-cli``)."""
     matches = list(from_bytes(data))
     if not matches:
         return None
@@ -85,7 +82,6 @@ def decode(data: bytes) -> str | None:
         return None
     with contextlib.suppress(UnicodeDecodeError):
         return data.decode("utf-8")
-    # Some byte >= 0x80 and none with a high neighbour: Western single-byte text.
     if max(data, default=0) >= 0x80 and _HIGH_PAIR.search(data) is None:
         with contextlib.suppress(UnicodeDecodeError):  # 0x81, 0x8D, 0x8F, 0x90, 0x9D: undefined
             return data.decode("cp1252")
@@ -210,15 +206,12 @@ class Progress:
         self.last = float("-inf")
         self.line = ""  # the status on screen, "" when none
 
-    def update(self, done: int, total: int, counts: Counter[str]) -> None:
+    def update(self, done: int, total: int, documents: int, dropped: int, skipped: int) -> None:
         now = time.monotonic()
         if not self.enabled or now - self.last < self.INTERVAL:
             return
         self.last = now
-        status = (
-            f"{counts['documents']:,} documents, {counts['dropped']:,} dropped, "
-            f"{counts['skipped']:,} skipped"
-        )
+        status = f"{documents:,} documents, {dropped:,} dropped, {skipped:,} skipped"
         if total:
             share = min(done / total, 1.0)
             status = f"[{'#' * round(share * 20):.<20}] {share:4.0%}  {status}"
@@ -257,26 +250,27 @@ def dedupe(args: argparse.Namespace) -> int:
     dedup = Deduplicator(args.backend, min_tokens=args.min_tokens)
     folder = Folder(Path(args.path), args.text_field)
     progress = Progress(sys.stderr, enabled=not args.no_progress)
-    tally: Counter[str] = Counter()
-    verdicts = []
+    kept: list[str] = []
+    dropped: list[Verdict] = []
     skipped: list[Skipped] = []
     for item in folder:
         if isinstance(item, Skipped):
             skipped.append(item)
-            tally["skipped"] += 1
             progress.print(f"skipped {item}", sys.stderr)
         else:
             v = dedup.check(*item)
-            verdicts.append(v)
-            tally["documents"] += 1
-            tally["dropped"] += v.is_duplicate
+            if v.is_duplicate:
+                dropped.append(v)
+            else:
+                kept.append(v.key)
             if not args.json:
                 progress.print(_verdict_line(v), sys.stdout)
-        progress.update(folder.done_bytes, folder.total_bytes, tally)
+        documents = len(kept) + len(dropped)
+        progress.update(
+            folder.done_bytes, folder.total_bytes, documents, len(dropped), len(skipped)
+        )
     progress.clear()
-    dropped = [v for v in verdicts if v.is_duplicate]
     if args.json:
-        kept = [v.key for v in verdicts if not v.is_duplicate]
         drops = [
             {
                 "key": v.key,
@@ -290,8 +284,7 @@ def dedupe(args: argparse.Namespace) -> int:
         json.dump({**found, "counts": dict(dedup.counts)}, sys.stdout, indent=2)
         print()
         return 0
-    kept_count = len(verdicts) - len(dropped)
-    summary = f"{len(verdicts)} documents: {kept_count} kept, {len(dropped)} dropped"
+    summary = f"{len(kept) + len(dropped)} documents: {len(kept)} kept, {len(dropped)} dropped"
     if skipped:
         reasons = Counter(s.reason for s in skipped).most_common()
         summary += f"; {len(skipped)} skipped ("
