@@ -256,6 +256,24 @@ def _chart(title: str, counts: dict[str, int], width: int = 40) -> list[str]:
     return ["", title, *bars]
 
 
+#: The kept documents listed beside a kept one (``related``, ``near``): their title, and
+#: the line of each under its key.
+_KEPT_BESIDE = {
+    "related": (
+        "Kept, though they hold a kept document: {}"
+        " (each carries substantially more than the one it holds)",
+        "holds {holds} ({containment:.3f} of its phrases)",
+    ),
+    "near": (
+        "Kept, though near a kept document: {}"
+        " (the decision not configured, NEARDUP_DECISION, would have dropped them)",
+        "near {near} (similarity {similarity:.3f})",
+    ),
+}
+#: Late duplicates printed (``--json`` lists them all).
+LATE_SHOWN = 20
+
+
 def render(summary: dict[str, Any]) -> str:
     """A summary (:func:`summarize`, :func:`summarize_redis`) as the command prints it."""
     u, c = summary["urls"], summary["content"]
@@ -304,38 +322,17 @@ def render(summary: dict[str, Any]) -> str:
             lines += ["", title.format(c[f"{kind}_count"])]
             for r in c[kind]:
                 lines += [f"  {r['item']}", "      " + line.format(**r)]
-    if "late_duplicates" in summary:
-        lines += _render_late(summary["late_duplicates"])
+    if (late := summary.get("late_duplicates")) is not None:
+        lines += [
+            "",
+            "Items delivered during a Redis outage that turn out to be duplicates: "
+            + (f"{len(late)} (clean them from your output)" if late else "none"),
+        ]
+        for d in late[:LATE_SHOWN]:
+            lines.append(f"  {d['item']}")
+            lines.append(
+                f"      duplicate of {d['original']} ({d['method']}, {d['similarity']:.3f})"
+            )
+        if len(late) > LATE_SHOWN:
+            lines.append(f"  ... and {len(late) - LATE_SHOWN} more (--json lists them all)")
     return "\n".join(lines)
-
-
-#: The kept documents listed beside a kept one (``related``, ``near``): their title, and
-#: the line of each under its key.
-_KEPT_BESIDE = {
-    "related": (
-        "Kept, though they hold a kept document: {}"
-        " (each carries substantially more than the one it holds)",
-        "holds {holds} ({containment:.3f} of its phrases)",
-    ),
-    "near": (
-        "Kept, though near a kept document: {}"
-        " (the decision not configured, NEARDUP_DECISION, would have dropped them)",
-        "near {near} (similarity {similarity:.3f})",
-    ),
-}
-#: Late duplicates printed (``--json`` lists them all).
-LATE_SHOWN = 20
-
-
-def _render_late(late: list[dict[str, Any]]) -> list[str]:
-    lines = [
-        "",
-        "Items delivered during a Redis outage that turn out to be duplicates: "
-        + (f"{len(late)} (clean them from your output)" if late else "none"),
-    ]
-    for d in late[:LATE_SHOWN]:
-        lines.append(f"  {d['item']}")
-        lines.append(f"      duplicate of {d['original']} ({d['method']}, {d['similarity']:.3f})")
-    if len(late) > LATE_SHOWN:
-        lines.append(f"  ... and {len(late) - LATE_SHOWN} more (--json lists them all)")
-    return lines

@@ -105,18 +105,23 @@ def _link(key: str) -> str:
 
 @dataclass(frozen=True)
 class Audit:
-    """One drop as audited: ``found`` (None where a text was not kept) and what it lost."""
+    """One drop as audited: ``found`` (None where a text was not kept), the words of the
+    dropped text the kept one lacks (None: not known) and the passages they are in."""
 
     member: Member
-    found: Coverage | None
+    found: Coverage | None = None
+    lost_words: int | None = None
     lost: tuple[str, ...] = ()
 
-    @property
-    def lost_words(self) -> int | None:
-        """Words of the dropped text the kept one lacks (None: not known)."""
-        if self.found is None:
-            return None
-        return len(self.found.loss.positions()) if self.found.loss else 0
+    @classmethod
+    def of(cls, member: Member, texts: dict[str, str]) -> Audit:
+        """``member`` audited from the kept ``texts``."""
+        dropped, kept = texts.get(member.key), texts.get(member.head)
+        found = None if dropped is None or kept is None else text_coverage(dropped, kept)
+        if found is None or dropped is None:
+            return cls(member)
+        lost = len(found.loss.positions()) if found.loss else 0
+        return cls(member, found, lost, tuple(lost_passages(dropped, found)))
 
     def risk(self) -> tuple[float, float, str]:
         """Sort key: what it loses first (unknown after known losses), then containment."""
@@ -143,21 +148,14 @@ def audit(members: Iterable[Member], texts: dict[str, str]) -> tuple[list[Audit]
     :func:`~scrapy_neardup.report.read_drops` reads), riskiest first; and exact copies
     counted by cluster head."""
     drops = {m.key: m for m in members}.values()
-    audits = []
-    for m in drops:
-        dropped, kept = texts.get(m.key), texts.get(m.head)
-        if m.method != "exact":
-            found = None if dropped is None or kept is None else text_coverage(dropped, kept)
-            lost = tuple(lost_passages(dropped, found)) if found is not None and dropped else ()
-            audits.append(Audit(m, found, lost))
-    exact = dict(Counter(m.head for m in drops if m.method == "exact"))
-    return sorted(audits, key=Audit.risk), exact
+    audits = sorted((Audit.of(m, texts) for m in drops if m.method != "exact"), key=Audit.risk)
+    return audits, dict(Counter(m.head for m in drops if m.method == "exact"))
 
 
 def write_drops(path: str | Path, audits: Iterable[Audit], exact: Iterable[Member]) -> int:
     """One JSON line a drop (``--drops FILE``), riskiest first, exact copies last; returns
     how many."""
-    records = [a.record() for a in [*audits, *(Audit(m, None) for m in exact)]]
+    records = [a.record() for a in [*audits, *(Audit(m) for m in exact)]]
     with open(path, "w", encoding="utf-8") as out:
         out.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     return len(records)
