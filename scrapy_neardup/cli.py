@@ -121,18 +121,16 @@ class Folder:
     def __iter__(self) -> Iterator[tuple[str, str] | Skipped]:
         for path in self.paths:
             end = self.done_bytes + _size(path)
-            item: tuple[str, str] | Skipped | None
             try:
                 if path.suffix in JSONL_SUFFIXES:
                     yield from self._jsonl(path)  # counts its lines' bytes as it goes
-                    item = None
-                else:
-                    item = self._text(path) if path.suffix in TEXT_SUFFIXES else self._other(path)
+                    continue
+                item = self._text(path) if path.suffix in TEXT_SUFFIXES else self._other(path)
             except OSError as exc:
                 item = Skipped(str(path), f"unreadable ({exc.strerror or exc})")
-            self.done_bytes = end
-            if item is not None:
-                yield item
+            finally:
+                self.done_bytes = end
+            yield item
 
     def _text(self, path: Path) -> tuple[str, str] | Skipped:
         text = decode(path.read_bytes())
@@ -206,16 +204,19 @@ class Progress:
         self.last = float("-inf")
         self.line = ""  # the status on screen, "" when none
 
-    def update(self, done: int, total: int, documents: int, dropped: int, skipped: int) -> None:
+    def update(self, done: int, total: int, kept: int, dropped: int, skipped: int) -> None:
         now = time.monotonic()
         if not self.enabled or now - self.last < self.INTERVAL:
             return
         self.last = now
-        status = f"{documents:,} documents, {dropped:,} dropped, {skipped:,} skipped"
+        status = f"{kept + dropped:,} documents, {dropped:,} dropped, {skipped:,} skipped"
         if total:
             share = min(done / total, 1.0)
             status = f"[{'#' * round(share * 20):.<20}] {share:4.0%}  {status}"
-        self._draw(status[: self._width() - 1])
+        width = 80
+        with contextlib.suppress(OSError, ValueError):
+            width = os.get_terminal_size(self.stream.fileno()).columns or 80
+        self._draw(status[: width - 1])
 
     def print(self, message: str, file: TextIO) -> None:
         """``print(message, file=file)``, above the status line if both are on the screen."""
@@ -239,18 +240,12 @@ class Progress:
         self.stream.flush()
         self.line = line
 
-    def _width(self) -> int:
-        try:
-            return os.get_terminal_size(self.stream.fileno()).columns or 80
-        except (OSError, ValueError):
-            return 80
-
 
 def dedupe(args: argparse.Namespace) -> int:
     dedup = Deduplicator(args.backend, min_tokens=args.min_tokens)
     folder = Folder(Path(args.path), args.text_field)
     progress = Progress(sys.stderr, enabled=not args.no_progress)
-    kept: list[str] = []
+    kept: list[Verdict] = []
     dropped: list[Verdict] = []
     skipped: list[Skipped] = []
     for item in folder:
@@ -259,15 +254,11 @@ def dedupe(args: argparse.Namespace) -> int:
             progress.print(f"skipped {item}", sys.stderr)
         else:
             v = dedup.check(*item)
-            if v.is_duplicate:
-                dropped.append(v)
-            else:
-                kept.append(v.key)
+            (dropped if v.is_duplicate else kept).append(v)
             if not args.json:
                 progress.print(_verdict_line(v), sys.stdout)
-        documents = len(kept) + len(dropped)
         progress.update(
-            folder.done_bytes, folder.total_bytes, documents, len(dropped), len(skipped)
+            folder.done_bytes, folder.total_bytes, len(kept), len(dropped), len(skipped)
         )
     progress.clear()
     if args.json:
@@ -280,7 +271,8 @@ def dedupe(args: argparse.Namespace) -> int:
             }
             for v in dropped
         ]
-        found = {"kept": kept, "dropped": drops, "skipped": [s.to_json() for s in skipped]}
+        skips = [s.to_json() for s in skipped]
+        found = {"kept": [v.key for v in kept], "dropped": drops, "skipped": skips}
         json.dump({**found, "counts": dict(dedup.counts)}, sys.stdout, indent=2)
         print()
         return 0
