@@ -29,8 +29,8 @@ Crawl = Path | tuple[str, str]
 #: The documents recorded beside a kept one, each by its key, by kind: ``member`` (the
 #: duplicates), ``related``, ``near`` (kept, see :data:`BESIDE`).
 Relations = dict[str, dict[str, Member]]
-#: The hash of each kind of :data:`Relations` in Redis.
-_REDIS_HASHES = {"member": "members", "related": "related", "near": "near"}
+#: Each kind of :data:`Relations`, with the name of its hash in Redis.
+_KINDS = {"member": "members", "related": "related", "near": "near"}
 #: The kept documents listed beside a kept one, by kind: the field that names that one in a
 #: summary's record, and the measure's field. ``related``: they hold it and substantially more
 #: (never dropped for it); ``near``: the decision not configured (NEARDUP_DECISION) would have
@@ -100,7 +100,7 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
 
 
 def _relations(db: StateDB) -> Relations:
-    found: Relations = {kind: {} for kind in _REDIS_HASHES}
+    found: Relations = {kind: {} for kind in _KINDS}
     for kind, key, head, method, similarity in db.relations():
         found.setdefault(kind, {})[key] = Member(key, head, method, similarity)
     return found
@@ -158,8 +158,8 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
         url_params = json.loads(raw.get(b"urls", b"{}"))
         capacity, rate = url_params.get("capacity", 1), url_params.get("error_rate", 0.001)
         info = redis_urls.url_filter(client, prefix, capacity, rate).info()
-        relations: Relations = {kind: {} for kind in _REDIS_HASHES}
-        for kind, name in _REDIS_HASHES.items():
+        relations: Relations = {kind: {} for kind in _KINDS}
+        for kind, name in _KINDS.items():
             for fields in redis_index.members(client, prefix, name):
                 relations[kind][fields[0]] = Member(*fields)
         heads = client.hlen(f"{redis_client.part_base(prefix, 'exact')}:ids")

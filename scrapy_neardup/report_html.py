@@ -31,7 +31,8 @@ MAX_DROPS = 100
 #: Shared runs of fewer words than this inside a changed passage are shown as changed.
 MIN_SHARED = 3
 
-# Han, kana and hangul (as scrapy_neardup.text): one character is one token in the diff.
+# A word, or one character of Han, kana or hangul (as scrapy_neardup.text), with the space
+# before it, is a token of the diff; so is the whitespace that ends a text.
 _DIFF_TOKEN = re.compile(rf"\s*(?:[{CJK_CHARS}]|[^\s{CJK_CHARS}]+)|\s+$")
 # Characters XML does not allow (the page stays well-formed XML): C0 controls but tab, LF
 # and CR, lone surrogates, U+FFFE and U+FFFF.
@@ -130,17 +131,20 @@ class Audit:
         return (-(lost if lost is not None else 0.5), words, self.member.key)
 
     def record(self) -> dict[str, Any]:
-        """The ``--drops`` JSON line."""
-        found, exact = self.found, self.member.method == "exact"
-        return {
+        """The ``--drops`` JSON line (an exact copy loses nothing)."""
+        found = self.found
+        record = {
             "dropped": self.member.key,
             "kept": self.member.head,
             "method": self.member.method,
             "similarity": round(self.member.similarity, 4),
-            "containment": 1.0 if exact else None if found is None else round(found.words, 4),
-            "lost_words": 0 if exact else self.lost_words,
-            "lost": [] if exact else None if found is None else list(self.lost),
+            "containment": None if found is None else round(found.words, 4),
+            "lost_words": self.lost_words,
+            "lost": None if found is None else list(self.lost),
         }
+        if self.member.method == "exact":
+            record.update(containment=1.0, lost_words=0, lost=[])
+        return record
 
 
 def audit(members: Iterable[Member], texts: dict[str, str]) -> tuple[list[Audit], dict[str, int]]:
