@@ -279,8 +279,7 @@ def dedupe(args: argparse.Namespace) -> int:
     summary = f"{len(kept) + len(dropped)} documents: {len(kept)} kept, {len(dropped)} dropped"
     if skipped:
         reasons = Counter(s.reason for s in skipped).most_common()
-        summary += f"; {len(skipped)} skipped ("
-        summary += ", ".join(f"{n} {reason}" for reason, n in reasons) + ")"
+        summary += f"; {len(skipped)} skipped ({', '.join(f'{n} {r}' for r, n in reasons)})"
     print(summary)
     for s in skipped:
         print(f"  skipped {s}")
