@@ -50,11 +50,8 @@ _HIGH_PAIR = re.compile(rb"[\x80-\xff]{2}")
 
 
 def _guess(data: bytes) -> str | None:
-    """charset-normalizer's reading, or None when no encoding fits (binary).
-
-    Among its equally good guesses (short texts often tie) the encodings this project's users
-    most likely have win: it alone reads French cp1252 as cp1250 and short GB18030 as cp949.
-    """
+    """charset-normalizer's reading, or None when no encoding fits (binary); among its equally
+    good guesses, :data:`PREFERRED_ENCODINGS` win (``docs/design.md#neardup-cli``)."""
     matches = list(from_bytes(data))
     if not matches:
         return None
@@ -85,7 +82,6 @@ def decode(data: bytes) -> str | None:
         return None
     with contextlib.suppress(UnicodeDecodeError):
         return data.decode("utf-8")
-    # Some byte >= 0x80 and none with a high neighbour: Western single-byte text.
     if max(data, default=0) >= 0x80 and _HIGH_PAIR.search(data) is None:
         with contextlib.suppress(UnicodeDecodeError):  # 0x81, 0x8D, 0x8F, 0x90, 0x9D: undefined
             return data.decode("cp1252")
@@ -125,18 +121,16 @@ class Folder:
     def __iter__(self) -> Iterator[tuple[str, str] | Skipped]:
         for path in self.paths:
             end = self.done_bytes + _size(path)
-            item: tuple[str, str] | Skipped | None
             try:
                 if path.suffix in JSONL_SUFFIXES:
                     yield from self._jsonl(path)  # counts its lines' bytes as it goes
-                    item = None
-                else:
-                    item = self._text(path) if path.suffix in TEXT_SUFFIXES else self._other(path)
+                    continue
+                item = self._text(path) if path.suffix in TEXT_SUFFIXES else self._other(path)
             except OSError as exc:
                 item = Skipped(str(path), f"unreadable ({exc.strerror or exc})")
-            self.done_bytes = end
-            if item is not None:
-                yield item
+            finally:
+                self.done_bytes = end
+            yield item
 
     def _text(self, path: Path) -> tuple[str, str] | Skipped:
         text = decode(path.read_bytes())
@@ -210,19 +204,19 @@ class Progress:
         self.last = float("-inf")
         self.line = ""  # the status on screen, "" when none
 
-    def update(self, done: int, total: int, counts: Counter[str]) -> None:
+    def update(self, done: int, total: int, kept: int, dropped: int, skipped: int) -> None:
         now = time.monotonic()
         if not self.enabled or now - self.last < self.INTERVAL:
             return
         self.last = now
-        status = (
-            f"{counts['documents']:,} documents, {counts['dropped']:,} dropped, "
-            f"{counts['skipped']:,} skipped"
-        )
+        status = f"{kept + dropped:,} documents, {dropped:,} dropped, {skipped:,} skipped"
         if total:
             share = min(done / total, 1.0)
             status = f"[{'#' * round(share * 20):.<20}] {share:4.0%}  {status}"
-        self._draw(status[: self._width() - 1])
+        width = 80
+        with contextlib.suppress(OSError, ValueError):
+            width = os.get_terminal_size(self.stream.fileno()).columns or 80
+        self._draw(status[: width - 1])
 
     def print(self, message: str, file: TextIO) -> None:
         """``print(message, file=file)``, above the status line if both are on the screen."""
@@ -246,37 +240,28 @@ class Progress:
         self.stream.flush()
         self.line = line
 
-    def _width(self) -> int:
-        try:
-            return os.get_terminal_size(self.stream.fileno()).columns or 80
-        except (OSError, ValueError):
-            return 80
-
 
 def dedupe(args: argparse.Namespace) -> int:
     dedup = Deduplicator(args.backend, min_tokens=args.min_tokens)
     folder = Folder(Path(args.path), args.text_field)
     progress = Progress(sys.stderr, enabled=not args.no_progress)
-    tally: Counter[str] = Counter()
-    verdicts = []
+    kept: list[Verdict] = []
+    dropped: list[Verdict] = []
     skipped: list[Skipped] = []
     for item in folder:
         if isinstance(item, Skipped):
             skipped.append(item)
-            tally["skipped"] += 1
             progress.print(f"skipped {item}", sys.stderr)
         else:
             v = dedup.check(*item)
-            verdicts.append(v)
-            tally["documents"] += 1
-            tally["dropped"] += v.is_duplicate
+            (dropped if v.is_duplicate else kept).append(v)
             if not args.json:
                 progress.print(_verdict_line(v), sys.stdout)
-        progress.update(folder.done_bytes, folder.total_bytes, tally)
+        progress.update(
+            folder.done_bytes, folder.total_bytes, len(kept), len(dropped), len(skipped)
+        )
     progress.clear()
-    dropped = [v for v in verdicts if v.is_duplicate]
     if args.json:
-        kept = [v.key for v in verdicts if not v.is_duplicate]
         drops = [
             {
                 "key": v.key,
@@ -286,16 +271,15 @@ def dedupe(args: argparse.Namespace) -> int:
             }
             for v in dropped
         ]
-        found = {"kept": kept, "dropped": drops, "skipped": [s.to_json() for s in skipped]}
+        skips = [s.to_json() for s in skipped]
+        found = {"kept": [v.key for v in kept], "dropped": drops, "skipped": skips}
         json.dump({**found, "counts": dict(dedup.counts)}, sys.stdout, indent=2)
         print()
         return 0
-    kept_count = len(verdicts) - len(dropped)
-    summary = f"{len(verdicts)} documents: {kept_count} kept, {len(dropped)} dropped"
+    summary = f"{len(kept) + len(dropped)} documents: {len(kept)} kept, {len(dropped)} dropped"
     if skipped:
         reasons = Counter(s.reason for s in skipped).most_common()
-        summary += f"; {len(skipped)} skipped ("
-        summary += ", ".join(f"{n} {reason}" for reason, n in reasons) + ")"
+        summary += f"; {len(skipped)} skipped ({', '.join(f'{n} {r}' for r, n in reasons)})"
     print(summary)
     for s in skipped:
         print(f"  skipped {s}")

@@ -26,7 +26,16 @@ from scrapy_neardup.storage.texts import redis_key, redis_texts
 TOP_CLUSTERS = 10
 #: A crawl's saved state: its state directory, or the URL and key prefix of its Redis.
 Crawl = Path | tuple[str, str]
-_Content = tuple[dict[str, Any], set[str], dict[str, Member], dict[str, Member], dict[str, Member]]
+#: The documents recorded beside a kept one, each by its key, by kind: ``member`` (the
+#: duplicates), ``related``, ``near`` (kept, see :data:`BESIDE`).
+Relations = dict[str, dict[str, Member]]
+#: Each kind of :data:`Relations`, with the name of its hash in Redis.
+_KINDS = {"member": "members", "related": "related", "near": "near"}
+#: The kept documents listed beside a kept one, by kind: the field that names that one in a
+#: summary's record, and the measure's field. ``related``: they hold it and substantially more
+#: (never dropped for it); ``near``: the decision not configured (NEARDUP_DECISION) would have
+#: dropped them for it.
+BESIDE = {"related": ("holds", "containment"), "near": ("near", "similarity")}
 
 
 @contextlib.contextmanager
@@ -61,19 +70,23 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
         bloom = ScalableBloomFilter(1000, 0.001)
         for keys in db.url_keys():
             bloom.update(keys)
-        meta, heads, members, related, near = _read_content(db)
+        try:
+            meta = json.loads(db.meta("content") or "{}")
+        except ValueError as exc:
+            raise StateError(f"unreadable meta: {exc}", path=str(db.path)) from None
+        heads = len({head.key for _, head in db.heads()})
+        relations = _relations(db)
         confirmed = db.counter("false_positives")
-    urls = len(bloom)
-    # The filter is sized for its capacity up front: its cost per URL is the figure at
-    # capacity; per URL seen so far is large while few URLs are in.
-    per_url = round(bloom.size_in_bytes / bloom.total_capacity, 3)
+    urls, size = len(bloom), bloom.size_in_bytes
+    # Sized for its capacity up front: its cost per URL is the figure at capacity.
+    per_url = round(size / bloom.total_capacity, 3)
     return {
         "state_dir": str(directory),
         "urls": {
             "seen": urls,
-            "bloom_bytes": bloom.size_in_bytes,
+            "bloom_bytes": size,
             "bytes_per_url": per_url,
-            "bytes_per_url_seen": round(bloom.size_in_bytes / urls, 3) if urls else None,
+            "bytes_per_url_seen": round(size / urls, 3) if urls else None,
             "capacity": bloom.total_capacity,
             "bytes_per_url_at_capacity": per_url,
             "expected_false_positives": round(bloom.expected_false_positives(), 2),
@@ -82,20 +95,15 @@ def summarize(directory: Path, top: int = TOP_CLUSTERS) -> dict[str, Any]:
             "expected_false_positive_rate": bloom.expected_false_positive_rate,
             "stages": bloom.stages,
         },
-        "content": _content(meta, len(heads), members, top, related, near),
+        "content": _content(meta, heads, relations, top),
     }
 
 
-def _read_content(db: StateDB) -> _Content:
-    try:
-        meta = json.loads(db.meta("content") or "{}")
-    except ValueError as exc:
-        raise StateError(f"unreadable meta: {exc}", path=str(db.path)) from None
-    heads = {head.key for _, head in db.heads()}
-    found: dict[str, dict[str, Member]] = {"member": {}, "related": {}, "near": {}}
+def _relations(db: StateDB) -> Relations:
+    found: Relations = {kind: {} for kind in _KINDS}
     for kind, key, head, method, similarity in db.relations():
         found.setdefault(kind, {})[key] = Member(key, head, method, similarity)
-    return meta, heads, found["member"], found["related"], found["near"]
+    return found
 
 
 def read_drops(crawl: Crawl) -> tuple[list[Member], dict[str, str], bool]:
@@ -104,7 +112,7 @@ def read_drops(crawl: Crawl) -> tuple[list[Member], dict[str, str], bool]:
     kept texts at all."""
     if isinstance(crawl, Path):
         with _reading(crawl) as db:
-            members = list(_read_content(db)[2].values())
+            members = list(_relations(db)["member"].values())
             kept = db.has_texts()
             return members, db.texts(_wanted(members)) if kept else {}, kept
     from scrapy_neardup.storage import redis_index
@@ -140,41 +148,35 @@ def summarize_redis(url: str, prefix: str, top: int = TOP_CLUSTERS) -> dict[str,
     from scrapy_neardup.storage import redis_client, redis_index, redis_urls
 
     with _redis(url, f"cannot read {url}") as client:
-        meta_key = f"{redis_client.key_base(prefix)}:meta"
-        raw = client.hgetall(meta_key)
+        raw = client.hgetall(f"{redis_client.key_base(prefix)}:meta")
         if not raw:
             found = redis_client.find_prefixes(client)
             raise StateError(
                 f"no scrapy-neardup keys under prefix {prefix!r} in {url}"
                 + (f" (prefixes found: {', '.join(found)})" if found else "")
             )
-        meta = json.loads(raw.get(b"content", b"{}"))
         url_params = json.loads(raw.get(b"urls", b"{}"))
-        capacity = url_params.get("capacity", 1)
-        rate = url_params.get("error_rate", 0.001)
-        bloom = redis_urls.url_filter(client, prefix, capacity, rate)
-        info = bloom.info()
-        members, related, near = (
-            {fields[0]: Member(*fields) for fields in redis_index.members(client, prefix, name)}
-            for name in ("members", "related", "near")
-        )
+        capacity, rate = url_params.get("capacity", 1), url_params.get("error_rate", 0.001)
+        info = redis_urls.url_filter(client, prefix, capacity, rate).info()
+        relations: Relations = {kind: {} for kind in _KINDS}
+        for kind, name in _KINDS.items():
+            for fields in redis_index.members(client, prefix, name):
+                relations[kind][fields[0]] = Member(*fields)
         heads = client.hlen(f"{redis_client.part_base(prefix, 'exact')}:ids")
         late = [
             {"item": key, "original": head, "method": method, "similarity": round(sim, 4)}
             for key, head, method, sim in redis_index.members(client, prefix, "late")
         ]
-    seen = info["seen"]
+    seen, size = info["seen"], info["bloom_bytes"]
     return {
         "redis": f"{url} prefix {prefix!r}",
         "urls": {
             "seen": seen,
-            "bloom_bytes": info["bloom_bytes"],
-            "bytes_per_url": round(info["bloom_bytes"] / seen, 3) if seen else None,
-            "fill_ratio": info["fill_ratio"],
-            "expected_false_positive_rate": info["expected_false_positive_rate"],
-            "stages": info["stages"],
+            "bloom_bytes": size,
+            "bytes_per_url": round(size / seen, 3) if seen else None,
+            **{k: info[k] for k in ("fill_ratio", "expected_false_positive_rate", "stages")},
         },
-        "content": _content(meta, heads, members, top, related, near),
+        "content": _content(json.loads(raw.get(b"content", b"{}")), heads, relations, top),
         # Kept while Redis was unavailable, found duplicates once it was back: both copies
         # were delivered (see scrapy_neardup.state.redis).
         "late_duplicates": sorted(late, key=lambda d: d["item"]),
@@ -189,53 +191,39 @@ def reset_redis(url: str, prefix: str) -> int:
         return redis_client.delete_prefix(client, prefix)
 
 
-def _content(
-    meta: dict[str, Any],
-    heads: int,
-    members: dict[str, Member],
-    top: int,
-    related: dict[str, Member],
-    near: dict[str, Member] | None = None,
-) -> dict[str, Any]:
-    near = near or {}
+def _content(meta: dict[str, Any], heads: int, relations: Relations, top: int) -> dict[str, Any]:
+    members = list(relations["member"].values())
     by_head: dict[str, list[Member]] = {}
-    for m in members.values():
+    for m in members:
         by_head.setdefault(m.head, []).append(m)
     sizes = Counter(len(v) + 1 for v in by_head.values())
     largest = sorted(by_head.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]
-    similarities = [m.similarity for m in members.values() if m.similarity > 0]
-    return {
+    content = {
         "method": meta.get("method"),
         "params": meta.get("params"),
         "documents_indexed": heads,
         "duplicates": len(members),
-        "duplicates_by_method": dict(Counter(m.method for m in members.values())),
+        "duplicates_by_method": dict(Counter(m.method for m in members)),
         "clusters": len(by_head),
         "cluster_sizes": {str(k): v for k, v in sorted(sizes.items())},
-        "similarity_histogram": _histogram(similarities),
+        "similarity_histogram": _histogram([m.similarity for m in members if m.similarity > 0]),
         "largest_clusters": [
             {
                 "head": head,
                 "size": len(ms) + 1,
                 "members": [m.key for m in ms],
-                "related": [r.key for r in related.values() if r.head == head],
+                "related": [r.key for r in relations["related"].values() if r.head == head],
             }
             for head, ms in largest
         ],
-        # Kept documents that hold a kept one and substantially more (never dropped for it).
-        "related": [
-            {"item": r.key, "holds": r.head, "containment": round(r.similarity, 4)}
-            for r in list(related.values())[:top]
-        ],
-        "related_count": len(related),
-        # Kept documents that the decision not configured (NEARDUP_DECISION) would have
-        # dropped: near a kept one, listed, never dropped for it.
-        "near": [
-            {"item": r.key, "near": r.head, "similarity": round(r.similarity, 4)}
-            for r in list(near.values())[:top]
-        ],
-        "near_count": len(near),
     }
+    for kind, (other, measure) in BESIDE.items():
+        beside = list(relations[kind].values())
+        content[kind] = [
+            {"item": r.key, other: r.head, measure: round(r.similarity, 4)} for r in beside[:top]
+        ]
+        content[f"{kind}_count"] = len(beside)
+    return content
 
 
 def _histogram(values: list[float], bins: int = 10) -> dict[str, int]:
@@ -247,8 +235,7 @@ def _histogram(values: list[float], bins: int = 10) -> dict[str, int]:
     width = (1.0 - start) / bins
     out: Counter[str] = Counter()
     for v in values:
-        i = min(int((v - start) / width), bins - 1)
-        low = start + i * width
+        low = start + min(int((v - start) / width), bins - 1) * width
         out[f"{low:.3f}-{low + width:.3f}"] += 1
     return dict(sorted(out.items()))
 
@@ -269,7 +256,26 @@ def _chart(title: str, counts: dict[str, int], width: int = 40) -> list[str]:
     return ["", title, *bars]
 
 
+#: The kept documents listed beside a kept one (``related``, ``near``): their title, and
+#: the line of each under its key.
+_KEPT_BESIDE = {
+    "related": (
+        "Kept, though they hold a kept document: {}"
+        " (each carries substantially more than the one it holds)",
+        "holds {holds} ({containment:.3f} of its phrases)",
+    ),
+    "near": (
+        "Kept, though near a kept document: {}"
+        " (the decision not configured, NEARDUP_DECISION, would have dropped them)",
+        "near {near} (similarity {similarity:.3f})",
+    ),
+}
+#: Late duplicates printed (``--json`` lists them all).
+LATE_SHOWN = 20
+
+
 def render(summary: dict[str, Any]) -> str:
+    """A summary (:func:`summarize`, :func:`summarize_redis`) as the command prints it."""
     u, c = summary["urls"], summary["content"]
     lines = [
         f"scrapy-neardup state: {summary.get('redis') or summary.get('state_dir')}",
@@ -298,10 +304,9 @@ def render(summary: dict[str, Any]) -> str:
         f"Content ({c['method'] or 'no documents yet'})",
         f"  documents indexed         {c['documents_indexed']}",
         f"  duplicates                {c['duplicates']}",
+        *(f"    by {m:<22} {n}" for m, n in sorted(c["duplicates_by_method"].items())),
+        f"  clusters (with a dup)     {c['clusters']}",
     ]
-    for method, n in sorted(c["duplicates_by_method"].items()):
-        lines.append(f"    by {method:<22} {n}")
-    lines.append(f"  clusters (with a dup)     {c['clusters']}")
     sizes = {f"{size:>4} docs": n for size, n in c["cluster_sizes"].items()}
     lines += _chart("Cluster sizes", sizes)
     lines += _chart("Similarity of duplicates to their cluster head", c["similarity_histogram"])
@@ -317,38 +322,17 @@ def render(summary: dict[str, Any]) -> str:
             lines += ["", title.format(c[f"{kind}_count"])]
             for r in c[kind]:
                 lines += [f"  {r['item']}", "      " + line.format(**r)]
-    if "late_duplicates" in summary:
-        lines += _render_late(summary["late_duplicates"])
+    if (late := summary.get("late_duplicates")) is not None:
+        lines += [
+            "",
+            "Items delivered during a Redis outage that turn out to be duplicates: "
+            + (f"{len(late)} (clean them from your output)" if late else "none"),
+        ]
+        for d in late[:LATE_SHOWN]:
+            lines.append(f"  {d['item']}")
+            lines.append(
+                f"      duplicate of {d['original']} ({d['method']}, {d['similarity']:.3f})"
+            )
+        if len(late) > LATE_SHOWN:
+            lines.append(f"  ... and {len(late) - LATE_SHOWN} more (--json lists them all)")
     return "\n".join(lines)
-
-
-#: The kept documents listed beside a kept one (``related``, ``near``): their title, and
-#: the line of each under its key.
-_KEPT_BESIDE = {
-    "related": (
-        "Kept, though they hold a kept document: {}"
-        " (each carries substantially more than the one it holds)",
-        "holds {holds} ({containment:.3f} of its phrases)",
-    ),
-    "near": (
-        "Kept, though near a kept document: {}"
-        " (the decision not configured, NEARDUP_DECISION, would have dropped them)",
-        "near {near} (similarity {similarity:.3f})",
-    ),
-}
-#: Late duplicates printed (``--json`` lists them all).
-LATE_SHOWN = 20
-
-
-def _render_late(late: list[dict[str, Any]]) -> list[str]:
-    lines = [
-        "",
-        "Items delivered during a Redis outage that turn out to be duplicates: "
-        + (f"{len(late)} (clean them from your output)" if late else "none"),
-    ]
-    for d in late[:LATE_SHOWN]:
-        lines.append(f"  {d['item']}")
-        lines.append(f"      duplicate of {d['original']} ({d['method']}, {d['similarity']:.3f})")
-    if len(late) > LATE_SHOWN:
-        lines.append(f"  ... and {len(late) - LATE_SHOWN} more (--json lists them all)")
-    return lines

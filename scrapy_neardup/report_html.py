@@ -15,14 +15,15 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from string import Template
 from typing import Any
 
 from scrapy_neardup.backends.losses import Coverage, lost_passages, text_coverage
 from scrapy_neardup.deduplicator import Member
-from scrapy_neardup.report import Crawl, read_drops, summary_of
+from scrapy_neardup.report import BESIDE, Crawl, read_drops, summary_of
 from scrapy_neardup.text import CJK_CHARS
 
 #: Drops shown with their texts unless ``--max-drops`` says otherwise.
@@ -30,13 +31,19 @@ MAX_DROPS = 100
 #: Shared runs of fewer words than this inside a changed passage are shown as changed.
 MIN_SHARED = 3
 
-# Han, kana and hangul (as scrapy_neardup.text): one character is one token in the diff.
-_DIFF_TOKEN = re.compile(rf"\s*(?:[{CJK_CHARS}]|[^\s{CJK_CHARS}]+)")
+# A word, or one character of Han, kana or hangul (as scrapy_neardup.text), with the space
+# before it, is a token of the diff; so is the whitespace that ends a text.
+_DIFF_TOKEN = re.compile(rf"\s*(?:[{CJK_CHARS}]|[^\s{CJK_CHARS}]+)|\s+$")
 # Characters XML does not allow (the page stays well-formed XML): C0 controls but tab, LF
 # and CR, lone surrogates, U+FFFE and U+FFFF.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
-_CSS = """
+#: The page around its body; ``$source`` is escaped, ``$body`` is HTML.
+_PAGE = Template("""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"/>
+<meta name="viewport" content="width=device-width, initial-scale=1"/>
+<title>scrapy-neardup drops: $source</title>
+<style>
 body { font: 15px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 110em;
        padding: 0 1em; color: #1b1b1b; }
 h1 { font-size: 1.4em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ccc; }
@@ -55,7 +62,34 @@ mark { background: #e3efe3; }
 del { background: #ffd7d5; text-decoration: line-through #b00020; }
 ins { background: #cfe8ff; text-decoration: none; }
 ul { margin: 0; padding-left: 1.2em; }
-"""
+</style></head><body>
+<h1>scrapy-neardup: what was dropped, and for what ($source)</h1>
+$body
+<footer><p><mark>shared</mark> passage in both texts; <del>only in the kept text</del>;
+<ins>only in the dropped text</ins>. Lost: a line, a run of words, or a title word, identifier
+or number of the dropped text that the kept text lacks; a drop under the default decision loses
+none. Containment: share of its words in a 3-shingle of the kept text.</p></footer></body></html>
+""")
+_NO_TEXTS = """<p class="note" id="no-texts">No texts were kept for this crawl, so the drops
+below show their similarity but not their texts or what they lost. To see each dropped text
+beside the kept one, crawl with <code>NEARDUP_KEEP_TEXT = 20000</code> (characters kept per
+document) and a <code>JOBDIR</code> or Redis state.</p>"""
+#: The sections of kept pages beside a kept one (:data:`~scrapy_neardup.report.BESIDE`).
+_BESIDE_SECTIONS = {
+    "related": (
+        "Kept beside a page they hold",
+        "Each of these holds nearly all of an earlier kept page and substantially more, so "
+        "it was kept, not dropped. Containment: share of the earlier page's word 3-shingles "
+        "in it.",
+    ),
+    "near": (
+        "Kept, near a kept page",
+        "The decision not configured (<code>NEARDUP_DECISION</code>) would have dropped "
+        "each of these for the page beside it; they were kept. Similarity: the word-shingle "
+        "Jaccard of the pair (simhash: 1 - distance / 64; cosine: the cosine), or under the "
+        "similar decision, that rule's measure of a page contained in the other.",
+    ),
+}
 
 
 def esc(text: str) -> str:
@@ -72,18 +106,23 @@ def _link(key: str) -> str:
 
 @dataclass(frozen=True)
 class Audit:
-    """One drop as audited: ``found`` (None where a text was not kept) and what it lost."""
+    """One drop as audited: ``found`` (None where a text was not kept), the words of the
+    dropped text the kept one lacks (None: not known) and the passages they are in."""
 
     member: Member
-    found: Coverage | None
+    found: Coverage | None = None
+    lost_words: int | None = None
     lost: tuple[str, ...] = ()
 
-    @property
-    def lost_words(self) -> int | None:
-        """Words of the dropped text the kept one lacks (None: not known)."""
-        if self.found is None:
-            return None
-        return len(self.found.loss.positions()) if self.found.loss else 0
+    @classmethod
+    def of(cls, member: Member, texts: dict[str, str]) -> Audit:
+        """``member`` audited from the kept ``texts``."""
+        dropped, kept = texts.get(member.key), texts.get(member.head)
+        found = None if dropped is None or kept is None else text_coverage(dropped, kept)
+        if found is None or dropped is None:
+            return cls(member)
+        lost = len(found.loss.positions()) if found.loss else 0
+        return cls(member, found, lost, tuple(lost_passages(dropped, found)))
 
     def risk(self) -> tuple[float, float, str]:
         """Sort key: what it loses first (unknown after known losses), then containment."""
@@ -92,9 +131,9 @@ class Audit:
         return (-(lost if lost is not None else 0.5), words, self.member.key)
 
     def record(self) -> dict[str, Any]:
-        """The ``--drops`` JSON line."""
+        """The ``--drops`` JSON line (an exact copy loses nothing)."""
         found = self.found
-        return {
+        record = {
             "dropped": self.member.key,
             "kept": self.member.head,
             "method": self.member.method,
@@ -103,44 +142,27 @@ class Audit:
             "lost_words": self.lost_words,
             "lost": None if found is None else list(self.lost),
         }
+        if self.member.method == "exact":
+            record.update(containment=1.0, lost_words=0, lost=[])
+        return record
 
 
-def audit(
-    members: Iterable[Member], texts: dict[str, str]
-) -> tuple[list[Audit], dict[str, int], dict[str, str]]:
-    """Every drop but exact copies audited, riskiest first; exact copies counted by cluster
-    head; and ``texts``, the kept texts (those :func:`~scrapy_neardup.report.read_drops` reads)."""
+def audit(members: Iterable[Member], texts: dict[str, str]) -> tuple[list[Audit], dict[str, int]]:
+    """Every drop but exact copies audited from the kept ``texts`` (those
+    :func:`~scrapy_neardup.report.read_drops` reads), riskiest first; and exact copies
+    counted by cluster head."""
     drops = {m.key: m for m in members}.values()
-    audits = []
-    for m in drops:
-        dropped, kept = texts.get(m.key), texts.get(m.head)
-        if m.method != "exact":
-            found = None if dropped is None or kept is None else text_coverage(dropped, kept)
-            lost = tuple(lost_passages(dropped, found)) if found is not None and dropped else ()
-            audits.append(Audit(m, found, lost))
-    exact = dict(Counter(m.head for m in drops if m.method == "exact"))
-    return sorted(audits, key=Audit.risk), exact, texts
+    audits = sorted((Audit.of(m, texts) for m in drops if m.method != "exact"), key=Audit.risk)
+    return audits, dict(Counter(m.head for m in drops if m.method == "exact"))
 
 
 def write_drops(path: str | Path, audits: Iterable[Audit], exact: Iterable[Member]) -> int:
     """One JSON line a drop (``--drops FILE``), riskiest first, exact copies last; returns
     how many."""
-    n = 0
+    records = [a.record() for a in [*audits, *(Audit(m) for m in exact)]]
     with open(path, "w", encoding="utf-8") as out:
-        for record in [*(a.record() for a in audits), *(Audit(m, None).record() for m in exact)]:
-            if record["method"] == "exact":
-                record.update(containment=1.0, lost_words=0, lost=[])
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-            n += 1
-    return n
-
-
-def _diff_tokens(text: str) -> list[str]:
-    tokens = _DIFF_TOKEN.findall(text)
-    tail = text[sum(map(len, tokens)) :]
-    if tail:
-        tokens.append(tail)  # trailing whitespace
-    return tokens
+        out.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    return len(records)
 
 
 def _key(token: str) -> str:
@@ -150,149 +172,93 @@ def _key(token: str) -> str:
 def marked(kept: str, dropped: str) -> tuple[str, str]:
     """Both texts as HTML: shared passages in ``<mark>``, the kept text's own in ``<del>``,
     the dropped text's own in ``<ins>``."""
-    a, b = _diff_tokens(kept), _diff_tokens(dropped)
+    a, b = _DIFF_TOKEN.findall(kept), _DIFF_TOKEN.findall(dropped)
     matcher = difflib.SequenceMatcher(None, [_key(t) for t in a], [_key(t) for t in b])
     left: list[str] = []
     right: list[str] = []
     for tag, i1, i2, j1, j2 in _merge_short(matcher.get_opcodes()):
-        if tag == "equal":
-            left.append(f"<mark>{esc(''.join(a[i1:i2]))}</mark>")
-            right.append(f"<mark>{esc(''.join(b[j1:j2]))}</mark>")
-            continue
+        shared, own = ("mark", "mark") if tag == "equal" else ("del", "ins")
         if i2 > i1:
-            left.append(f"<del>{esc(''.join(a[i1:i2]))}</del>")
+            left.append(f"<{shared}>{esc(''.join(a[i1:i2]))}</{shared}>")
         if j2 > j1:
-            right.append(f"<ins>{esc(''.join(b[j1:j2]))}</ins>")
+            right.append(f"<{own}>{esc(''.join(b[j1:j2]))}</{own}>")
     return "".join(left), "".join(right)
 
 
-def _merge_short(
-    opcodes: Iterable[tuple[str, int, int, int, int]],
-) -> list[tuple[str, int, int, int, int]]:
+def _merge_short(opcodes: Sequence[tuple[str, int, int, int, int]]) -> list[list[Any]]:
     """Opcodes with shared runs shorter than MIN_SHARED words between two changes joined
     into one change: a lone common word is not a shared passage."""
-    ops = list(opcodes)
     out: list[list[Any]] = []
-    for n, (tag, i1, i2, j1, j2) in enumerate(ops):
-        between = 0 < n < len(ops) - 1
-        if tag == "equal" and between and i2 - i1 < MIN_SHARED:
+    for n, (tag, i1, i2, j1, j2) in enumerate(opcodes):
+        if tag == "equal" and 0 < n < len(opcodes) - 1 and i2 - i1 < MIN_SHARED:
             tag = "replace"
         if out and tag != "equal" and out[-1][0] != "equal":
             out[-1][0], out[-1][2], out[-1][4] = "replace", i2, j2
         else:
             out.append([tag, i1, i2, j1, j2])
-    return [(t, i1, i2, j1, j2) for t, i1, i2, j1, j2 in out]
+    return out
 
 
-def render_page(
-    summary: dict[str, Any],
-    audits: list[Audit],
-    exact: dict[str, int],
-    texts: dict[str, str],
-    *,
-    texts_kept: bool,
-    max_drops: int = MAX_DROPS,
-) -> str:
-    """The page (a string of HTML), from ``summary`` (:func:`scrapy_neardup.report.summarize`
-    or ``summarize_redis``), the audited drops (:func:`audit`, riskiest first), the exact
-    copies counted by head, and the kept texts of the drops and their kept pages."""
+def page(crawl: Crawl, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
+    """The ``--html`` page of a crawl, and what it shows (``drops``, ``shown``, ``texts``,
+    ``lossy``)."""
+    members, texts, texts_kept = read_drops(crawl)
+    audits, exact = audit(members, texts)
+    summary = summary_of(crawl)
     drops = audits[:max_drops]
     anchor = {a.member.key: f"drop-{n}" for n, a in enumerate(drops, 1)}
-    lossy = sum(1 for a in audits if a.lost_words)
-    source = summary.get("redis") or summary.get("state_dir") or "?"
-    out = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8"/>',
-        '<meta name="viewport" content="width=device-width, initial-scale=1"/>',
-        f"<title>scrapy-neardup drops: {esc(source)}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>scrapy-neardup: what was dropped, and for what ({esc(source)})</h1>",
-        _figures(summary, len(audits), sum(exact.values()), lossy, len(drops)),
-    ]
+    counts = {
+        "drops": len(audits) + sum(exact.values()),
+        "shown": len(drops),
+        "texts": sum(1 for a in drops if a.found is not None),
+        "lossy": sum(1 for a in audits if a.lost_words),
+    }
+    body = [_figures(summary, counts, sum(exact.values()))]
     if not texts_kept:
-        out.append(
-            '<p class="note" id="no-texts">No texts were kept for this crawl, so the drops '
-            "below show their similarity but not their texts or what they lost. To see each "
-            "dropped text beside the kept one, crawl with <code>NEARDUP_KEEP_TEXT = 20000</code>"
-            " (characters kept per document) and a <code>JOBDIR</code> or Redis state.</p>"
-        )
+        body.append(_NO_TEXTS)
     if len(drops) < len(audits):
-        out.append(
+        body.append(
             f'<p class="note">The {len(drops)} riskiest of {len(audits)} drops are shown '
             "(<code>--max-drops</code> shows more, <code>--drops FILE</code> lists all).</p>"
         )
-    out.append(_clusters(audits, exact, anchor))
-    out.append("<h2>Drops, riskiest first</h2>")
+    body += [_clusters(audits, exact, anchor), "<h2>Drops, riskiest first</h2>"]
     if not drops:
-        out.append("<p>Nothing was dropped but exact copies.</p>")
-    for a in drops:
-        m = a.member
-        out.append(_drop(a, anchor[m.key], texts.get(m.head), texts.get(m.key)))
-    out += [_pairs(summary["content"], kind) for kind in _PAIRS]
-    out.append(
-        "<footer><p><mark>shared</mark> passage in both texts; <del>only in the kept text</del>"
-        "; <ins>only in the dropped text</ins>. Lost: a line, a run of words, or a title "
-        "word, identifier or number of the dropped text that the kept text lacks; a drop under "
-        "the default decision loses none. Containment: share of its words in a 3-shingle of "
-        "the kept text.</p></footer></body></html>"
-    )
-    return "\n".join(out) + "\n"
+        body.append("<p>Nothing was dropped but exact copies.</p>")
+    body += [_drop(a, anchor[a.member.key], texts) for a in drops]
+    body += [_beside(summary["content"], kind) for kind in BESIDE]
+    source = summary.get("redis") or summary.get("state_dir") or "?"
+    return _PAGE.substitute(source=esc(source), body="\n".join(body)), counts
 
 
-#: The sections of kept pages each beside a kept one: title, intro, the other page's column
-#: and the measure's (their names in a record of ``summary["content"][kind]``).
-_PAIRS = {
-    "related": (
-        "Kept beside a page they hold",
-        "Each of these holds nearly all of an earlier kept page and substantially more, so "
-        "it was kept, not dropped. Containment: share of the earlier page's word 3-shingles "
-        "in it.",
-        "holds",
-        "containment",
-    ),
-    "near": (
-        "Kept, near a kept page",
-        "The decision not configured (<code>NEARDUP_DECISION</code>) would have dropped "
-        "each of these for the page beside it; they were kept. Similarity: the word-shingle "
-        "Jaccard of the pair (simhash: 1 - distance / 64; cosine: the cosine), or under the "
-        "similar decision, that rule's measure of a page contained in the other.",
-        "near",
-        "similarity",
-    ),
-}
-
-
-def _pairs(content: dict[str, Any], kind: str) -> str:
-    """The section of ``content[kind]`` (see :data:`_PAIRS`); "" for none."""
-    pairs = content.get(kind) or []
-    if not pairs:
+def _beside(content: dict[str, Any], kind: str) -> str:
+    """The section of ``content[kind]``, kept pages beside a kept one; "" for none."""
+    if not content.get(kind):
         return ""
-    title, intro, other, measure = _PAIRS[kind]
+    (title, intro), (other, measure) = _BESIDE_SECTIONS[kind], BESIDE[kind]
     rows = "".join(
         f"<tr><td>{_link(r['item'])}</td><td>{_link(r[other])}</td><td>{r[measure]:.3f}</td></tr>"
-        for r in pairs
+        for r in content[kind]
     )
-    count = content.get(f"{kind}_count", len(pairs))
     return (
-        f'<h2 id="{kind}">{title} ({count})</h2><p>{intro}</p><table><tr><th>kept</th>'
-        f"<th>{other}</th><th>{measure}</th></tr>{rows}</table>"
+        f'<h2 id="{kind}">{title} ({content[f"{kind}_count"]})</h2><p>{intro}</p><table><tr>'
+        f"<th>kept</th><th>{other}</th><th>{measure}</th></tr>{rows}</table>"
     )
 
 
-def _figures(summary: dict[str, Any], drops: int, exact: int, lossy: int, shown: int) -> str:
+def _figures(summary: dict[str, Any], counts: dict[str, int], exact: int) -> str:
     u, c = summary["urls"], summary["content"]
     rows = [
         ("URLs seen", u["seen"]),
         ("method", f"{c['method'] or 'no documents yet'} {c.get('params') or ''}".strip()),
         ("documents kept (indexed)", c["documents_indexed"]),
-        ("duplicates", drops + exact),
+        ("duplicates", counts["drops"]),
         *((f"  by {method}", n) for method, n in sorted(c["duplicates_by_method"].items())),
         ("exact copies (counted by cluster)", exact),
-        ("drops that lose text", lossy),
+        ("drops that lose text", counts["lossy"]),
         ("clusters with a duplicate", c["clusters"]),
-        ("drops shown", shown),
+        ("drops shown", counts["shown"]),
     ]
-    body = "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(str(v))}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><th>{esc(k)}</th><td>{esc(str(v))}</td></tr>" for k, v in rows)
     return f'<table class="figures">{body}</table>'
 
 
@@ -327,7 +293,8 @@ def _lost_note(a: Audit) -> str:
     return f', <b class="lossy">{a.lost_words} words lost</b>' if a.lost_words else ""
 
 
-def _drop(a: Audit, anchor: str, kept: str | None, dropped: str | None) -> str:
+def _drop(a: Audit, anchor: str, texts: dict[str, str]) -> str:
+    """The section of one drop: its figures, what it lost, both texts side by side."""
     member, found = a.member, a.found
     figures = [f"method <b>{esc(member.method)}</b>", f"similarity <b>{member.similarity:.3f}</b>"]
     lost = ""
@@ -339,6 +306,7 @@ def _drop(a: Audit, anchor: str, kept: str | None, dropped: str | None) -> str:
             lost = f'<ul class="lost">{items}</ul>'
         else:
             figures.append('<b class="contained">nothing lost</b>')
+    kept, dropped = texts.get(member.head), texts.get(member.key)
     if kept is not None and dropped is not None:
         left, right = marked(kept, dropped)
     else:
@@ -353,34 +321,8 @@ def _drop(a: Audit, anchor: str, kept: str | None, dropped: str | None) -> str:
     )
 
 
-# -- sources ---------------------------------------------------------------------------------
-
-
-def page(crawl: Crawl, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
-    """The ``--html`` page of a crawl, and what it shows (``drops``, ``shown``, ``texts``,
-    ``lossy``)."""
-    members, found, texts_kept = read_drops(crawl)
-    audits, exact, texts = audit(members, found)
-    summary = summary_of(crawl)
-    html_page = render_page(
-        summary, audits, exact, texts, texts_kept=texts_kept, max_drops=max_drops
-    )
-    shown = audits[:max_drops]
-    return html_page, {
-        "drops": len(audits) + sum(exact.values()),
-        "shown": len(shown),
-        "texts": sum(1 for a in shown if a.found is not None),
-        "lossy": sum(1 for a in audits if a.lost_words),
-    }
-
-
-def page_for_dir(directory: Path, max_drops: int = MAX_DROPS) -> tuple[str, dict[str, int]]:
-    """:func:`page` of a state directory."""
-    return page(directory, max_drops)
-
-
 def drops(crawl: Crawl, out: str | Path) -> int:
     """``--drops FILE`` for a crawl: how many drops were written."""
-    members, found, _ = read_drops(crawl)
-    audits, _, _ = audit(members, found)
+    members, texts, _ = read_drops(crawl)
+    audits, _ = audit(members, texts)
     return write_drops(out, audits, (m for m in members if m.method == "exact"))

@@ -195,7 +195,7 @@ def test_related_documents_survive_a_jobdir_and_are_reported(tmp_path) -> None:
     from scrapy.utils.test import get_crawler
 
     from scrapy_neardup.report import render, summarize
-    from scrapy_neardup.report_html import page_for_dir
+    from scrapy_neardup.report_html import page as page_for_dir
     from scrapy_neardup.state import NearDupState
 
     prose = [t for k, t in sorted(ARTICLES.items()) if k.startswith("syn-en")]

@@ -396,7 +396,7 @@ def test_a_default_states_parameters() -> None:
 
 def test_near_relations_are_saved_and_survive_a_jobdir(tmp_path) -> None:
     from scrapy_neardup.report import render, summarize
-    from scrapy_neardup.report_html import page_for_dir
+    from scrapy_neardup.report_html import page as page_for_dir
     from scrapy_neardup.state import NearDupState
 
     dedup = Deduplicator()
