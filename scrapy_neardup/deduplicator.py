@@ -304,8 +304,6 @@ class Deduplicator:
         """Number of kept (indexed) documents."""
         return len(self.exact)
 
-    # -- persistence -------------------------------------------------------------------
-
     def meta(self) -> dict[str, Any]:
         meta = {
             "method": self.method.name,
@@ -329,11 +327,11 @@ class Deduplicator:
             was, now = params.get("verify"), expected["params"].get("verify")
             if isinstance(was, dict) and isinstance(now, dict):
                 for key, (setting, unset) in DECISION_SETTINGS.items():
-                    if was.get(key, unset) != now.get(key, unset):
+                    before, after = was.get(key, unset), now.get(key, unset)
+                    if before != after:
                         raise StateError(
-                            f"state was written with {setting}={was.get(key, unset)!r} (unset: "
-                            f"the default), configured {setting}={now.get(key, unset)!r}; use "
-                            "the same setting or a new state"
+                            f"state was written with {setting}={before!r} (unset: the default), "
+                            f"configured {setting}={after!r}; use the same setting or a new state"
                         )
             for key in OPTIONAL_PARAMS:  # a state that predates them resumes without them
                 if key not in params:

@@ -18,7 +18,6 @@ from scrapy_neardup.backends import BACKENDS
 from scrapy_neardup.backends.base import Backend
 from scrapy_neardup.backends.excerpts import Excerpts
 from scrapy_neardup.backends.losses import COVERAGE, SHINGLES, coverage, holds, lossy
-from scrapy_neardup.backends.losses import text_coverage as text_coverage  # the evaluation's
 from scrapy_neardup.backends.phrases import (
     BITS_PER_SHINGLE,
     HEADER,
@@ -31,7 +30,6 @@ from scrapy_neardup.backends.phrases import (
     spot_similarity,
     spots_of,
 )
-from scrapy_neardup.backends.phrases import titled as titled  # the evaluation's
 from scrapy_neardup.text import Document, ShingleSpec
 
 RELATED = 0.8
@@ -278,8 +276,7 @@ class Verified(Backend):
 
     def encode(self, signature: Signature) -> bytes:
         inner = self.backend.encode(signature.backend)
-        # The similar rule's filters, one after the other: its shingles', its spots'.
-        filters = (signature.shingles, signature.spots)
+        filters = (signature.shingles, signature.spots)  # the similar rule's, in this order
         extra = b"".join(part.encode() for part in filters if part is not None)
         return b"".join(
             (

@@ -93,9 +93,7 @@ def coverage(
     return found._replace(reverse=float(min(1.0, max(0.0, share))))
 
 
-def text_coverage(
-    new: str | Document, kept: str | Document, line_share: float = SHINGLES
-) -> Coverage | None:
+def text_coverage(new: str | Document, kept: str | Document) -> Coverage | None:
     """:func:`coverage`, exactly: the kept text's own 3-shingles and words instead of its
     filter, and what is lost always worked out. What the audit page (``scrapy
     neardup-stats``) and the evaluation show beside a drop; None for a new text without
@@ -111,7 +109,7 @@ def text_coverage(
     alone = tokens if len(inside) != len(tokens) else tokens[~inside]
     words = np.unique(np.concatenate((alone, names)))
     hit = np.isin(phrases.sequence, shingles)
-    found = _compare(phrases, hit, lambda tokens: np.isin(tokens, words), 0.0, 0.0, line_share)
+    found = _compare(phrases, hit, lambda tokens: np.isin(tokens, words), 0.0, 0.0, SHINGLES)
     share = len(np.unique(phrases.sequence[hit])) / len(shingles) if len(shingles) else 0.0
     return found._replace(reverse=float(share))
 
