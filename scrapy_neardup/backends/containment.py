@@ -111,15 +111,12 @@ class Verified(Backend):
     :meth:`check`'s. Both rules are worked out for every candidate; ``decision`` says which
     one drops:
 
-    * ``"contained"``: ``coverage`` of the new document's words in a 3-shingle of the kept
-      one and ``shingles`` of its 3-shingles in it (:func:`holds`).
-    * ``"similar"``: for the set backends, the Jaccard similarity of the two documents'
-      word ``similar_shingles``-shingles (:func:`jaccard`, exact but for the filter's
-      false positives, which are subtracted) at least ``similarity``, or the spot rule
-      (:func:`spot_similarity`: a reprint cut, retitled or in another template); among
-      several kept pages a copy joins the closest (``Check.rank``); for a backend with a
-      ``similar_threshold`` (simhash, cosine), its own estimate at least ``similarity``
-      (default: that threshold; simhash's index's ``k`` must reach it).
+    * ``"contained"``: the lossless rule (:func:`holds`), screened by ``coverage`` of the new
+      document's words in a 3-shingle of the kept one, lines lost below ``shingles``.
+    * ``"similar"``: the Jaccard of the two documents' word ``similar_shingles``-shingles
+      (:func:`jaccard`) at least ``similarity``, or the spot rule (:func:`spot_similarity`);
+      a copy joins the closest kept page (``Check.rank``). For a backend with a
+      ``similar_threshold`` (simhash, cosine), its own estimate at least ``similarity``.
 
     A pair the other rule holds is ``near`` (kept, recorded beside the kept one).
     """
