@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
 from corpus.lang import is_cjk  # noqa: E402
 from corpus.sources import article_bodies, chinese_texts  # noqa: E402
 from corpus.text import excerpt  # noqa: E402
-from scrapy_neardup.backends.containment import lossy, text_coverage  # noqa: E402
+from scrapy_neardup.backends.losses import lossy, text_coverage  # noqa: E402
 from scrapy_neardup.deduplicator import Deduplicator  # noqa: E402
 from scrapy_neardup.text import Document  # noqa: E402
 

@@ -493,7 +493,7 @@ def engine_runs(
 ) -> list[Run]:
     """``Deduplicator`` over the plugin's texts in each order, as the pipeline calls it (the
     first line a title, as extraction writes it); signed once for all orders."""
-    from scrapy_neardup.backends.containment import titled
+    from scrapy_neardup.backends.phrases import titled
     from scrapy_neardup.deduplicator import Deduplicator
 
     def make() -> Deduplicator:

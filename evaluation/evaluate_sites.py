@@ -26,7 +26,7 @@ Scoring reads the pages with none of the plugin's extraction: each page's main t
 trafilatura's (its default cascade, as a user calling it would get; the whole ``<body>`` text
 where it finds nothing, so an empty extraction never hides a loss). It measures them as the
 decision and the audit page do, exactly
-(:func:`scrapy_neardup.backends.containment.text_coverage`: the plugin's words, jieba for
+(:func:`scrapy_neardup.backends.losses.text_coverage`: the plugin's words, jieba for
 CJK). The *containment* of a dropped page in the page it was dropped for is the share of its
 word 3-shingles within its lines found in that page (see :class:`Texts`); below
 :data:`LOSSY_BELOW` (0.8) a drop is **lossy**: the crawl lost text that nothing it kept holds.
@@ -80,7 +80,7 @@ from evaluation.line_reading import (  # noqa: E402
     recall_text,
     title_and_headings,
 )
-from scrapy_neardup.backends.containment import text_coverage  # noqa: E402
+from scrapy_neardup.backends.losses import text_coverage  # noqa: E402
 from scrapy_neardup.extraction import extract_main_text  # noqa: E402
 from scrapy_neardup.text import Document  # noqa: E402
 

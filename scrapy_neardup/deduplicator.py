@@ -1,12 +1,10 @@
-"""The near-duplicate engine: :class:`Deduplicator` and its :class:`Verdict`, over the
-:class:`~scrapy_neardup.index.Index` of each backend.
+"""The near-duplicate engine: :class:`Deduplicator` and its :class:`Verdict`.
 
-Promises: exact hash first, then the configured backend; every candidate is verified exactly
-(:mod:`scrapy_neardup.backends.containment`), so no estimate drops a document. Every kept
-document heads a cluster, every duplicate joins the cluster of the earlier document that
-holds it; only heads are indexed. A saved state resumes only in a deduplicator configured as
-it was (:meth:`Deduplicator.check_saved`). It knows nothing of Scrapy, and of storage
-only the store factory it is given. Rationale: ``docs/design.md#engine``.
+Exact hash first, then the configured backend, whose candidates are verified exactly
+(:mod:`scrapy_neardup.backends.containment`). Every kept document heads a cluster, every
+duplicate joins the cluster of the earlier document that holds it; only heads are indexed. A
+saved state resumes only in a deduplicator configured as it was. It knows nothing of Scrapy,
+and of storage only the store factory it is given. Rationale: ``docs/design.md#engine``.
 """
 
 from __future__ import annotations
@@ -169,26 +167,19 @@ class Deduplicator:
     ) -> None:
         if min_tokens < 0:
             raise ValueError(f"min_tokens must be >= 0, got {min_tokens}")
-        verify: dict[str, Any] = dict(containment or {})
-        verify["decision"] = verify.get("decision", decision)
-        for name, value in (
-            ("coverage", contained_words),
-            ("shingles", contained_shingles),
-            ("related", related),
-            ("similarity", similarity),
-            ("similar_shingles", similar_shingles),
-            ("similar_spots", similar_spots),
-        ):
-            if value is not None:
-                verify[name] = value
+        verify: dict[str, Any] = {"decision": decision, **(containment or {})}
+        named = {
+            "coverage": contained_words,
+            "shingles": contained_shingles,
+            "related": related,
+            "similarity": similarity,
+            "similar_shingles": similar_shingles,
+            "similar_spots": similar_spots,
+        }
+        verify.update({name: value for name, value in named.items() if value is not None})
         if isinstance(method, str):
-            defaults = candidate_params(
-                method,
-                verify["decision"],
-                verify.get("similar_shingles"),
-                verify.get("similar_spots", True),
-            )
-            params = {**defaults, **params}
+            shingles, spots = verify.get("similar_shingles"), verify.get("similar_spots", True)
+            params = {**candidate_params(method, verify["decision"], shingles, spots), **params}
         self.method = make_backend(method, **params) if isinstance(method, str) else method
         self.min_tokens = min_tokens
         exact = ExactBackend()
@@ -237,14 +228,17 @@ class Deduplicator:
                 matches, related = self.near.search(key, signed.near, add=True, near=near)
                 if not matches:
                     self.exact.add(key, signed.exact)
-        if not matches:
-            self.counts["kept"] += 1
+        if matches:
+            match = best_match(matches)
+            member = Member(key, match.key, match.method, match.similarity)
+            self._record(member)
             if self.recorder is not None:
-                self.recorder.head(key, signed)
-            if not related:
-                if near:
-                    return self._near(key, near)
-                return Verdict(key, short=short)
+                self.recorder.member(member)
+            return Verdict(key, match.key, match.method, match.similarity, short, match.containment)
+        self.counts["kept"] += 1
+        if self.recorder is not None:
+            self.recorder.head(key, signed)
+        if related:
             richer = max(related, key=lambda m: m.containment)
             relation = Member(key, richer.key, richer.method, richer.containment)
             self._record_related(relation)
@@ -253,17 +247,12 @@ class Deduplicator:
             return Verdict(
                 key, method=richer.method, containment=richer.containment, related_to=richer.key
             )
-        match = best_match(matches)
-        member = Member(key, match.key, match.method, match.similarity)
-        self._record(member)
-        if self.recorder is not None:
-            self.recorder.member(member)
-        return Verdict(key, match.key, match.method, match.similarity, short, match.containment)
-
-    def _near(self, key: str, near: list[Match]) -> Verdict:
+        if not near:
+            return Verdict(key, short=short)
         closest = max(near, key=lambda m: (m.similarity, m.containment))
         relation = Member(key, closest.key, closest.method, closest.similarity)
-        self._record_near(relation)
+        # Not in ``counts`` (the pipeline counts neardup/items/near): kept documents are.
+        self.near_members[key] = relation
         if self.recorder is not None:
             self.recorder.near(relation)
         return Verdict(
@@ -294,12 +283,7 @@ class Deduplicator:
             self._record_related(relation)
 
     def restore_near(self, relation: Member) -> None:
-        if relation.key not in self.near_members:
-            self._record_near(relation)
-
-    def _record_near(self, relation: Member) -> None:
-        # Not in ``counts`` (the pipeline counts neardup/items/near): kept documents are.
-        self.near_members[relation.key] = relation
+        self.near_members.setdefault(relation.key, relation)
 
     def _record(self, member: Member) -> None:
         self.members[member.key] = member
@@ -320,8 +304,6 @@ class Deduplicator:
         """Number of kept (indexed) documents."""
         return len(self.exact)
 
-    # -- persistence -------------------------------------------------------------------
-
     def meta(self) -> dict[str, Any]:
         meta = {
             "method": self.method.name,
@@ -335,15 +317,25 @@ class Deduplicator:
 
     def check_saved(self, saved: dict[str, Any]) -> None:
         """StateError unless a state saved with ``saved`` (a :meth:`meta`) resumes here:
-        the same backend, parameters, decision and ``min_tokens``."""
+        the same backend, parameters, decision and ``min_tokens``. A state decided with other
+        thresholds is refused naming the setting; keys a state lacks had their defaults."""
         if not isinstance(saved, dict):
             raise StateError(f"unreadable meta of the saved state: {saved!r:.100}")
         expected = json.loads(json.dumps(self.meta()))
-        _check_decision(saved, expected)
         params = saved.get("params")
-        for key in OPTIONAL_PARAMS:  # a state that predates them resumes without them
-            if isinstance(params, dict) and key not in params:
-                expected["params"].pop(key, None)
+        if isinstance(params, dict):
+            was, now = params.get("verify"), expected["params"].get("verify")
+            if isinstance(was, dict) and isinstance(now, dict):
+                for key, (setting, unset) in DECISION_SETTINGS.items():
+                    before, after = was.get(key, unset), now.get(key, unset)
+                    if before != after:
+                        raise StateError(
+                            f"state was written with {setting}={before!r} (unset: the default), "
+                            f"configured {setting}={after!r}; use the same setting or a new state"
+                        )
+            for key in OPTIONAL_PARAMS:  # a state that predates them resumes without them
+                if key not in params:
+                    expected["params"].pop(key, None)
         for field in ("method", "params", "min_tokens"):
             if saved.get(field) != expected[field]:
                 raise StateError(
@@ -356,20 +348,3 @@ class Deduplicator:
 #: without them (no excerpt keys: they are proposed by their backend's buckets only; no
 #: spots: the similar rule's spot rule cannot say for them).
 OPTIONAL_PARAMS = ("excerpts", "spots")
-
-
-def _check_decision(meta: dict[str, Any], expected: dict[str, Any]) -> None:
-    """A state decided with other thresholds refuses to resume, naming the setting: its
-    kept documents and clusters were chosen by them (and the similar rule's shingles are in
-    its signatures). Keys a state lacks had their defaults (states from before them)."""
-    saved = meta.get("params", {}).get("verify") if isinstance(meta.get("params"), dict) else None
-    wanted = expected["params"].get("verify")
-    if not isinstance(saved, dict) or not isinstance(wanted, dict):
-        return
-    for key, (setting, unset) in DECISION_SETTINGS.items():
-        was, now = saved.get(key, unset), wanted.get(key, unset)
-        if was != now:
-            raise StateError(
-                f"state was written with {setting}={was!r} (unset: the default), configured "
-                f"{setting}={now!r}; use the same setting or a new state"
-            )

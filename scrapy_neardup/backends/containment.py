@@ -1,16 +1,9 @@
 """Containment decides a drop: a document is dropped only when what it says is already kept.
 
-Promises: every candidate a backend proposes is verified here against a small Bloom filter of
-the kept document's word 3-shingles and words, stored beside its signature. Under
-``"contained"`` a copy loses nothing: :func:`losses` (the lossless rule, one function for the
-decision, the audit page and the evaluation) finds no line, no run of words and no heading
-word, identifier or number of it that the kept one lacks; a share of covered words only
-screens. :func:`text_coverage` is the exact measure from two texts, :func:`lossy` what the
-audit flags. The backend's own similarity is reported, never trusted to decide. It knows
-nothing of Scrapy or storage. The filter is built in ``backends/phrases.py``, the lossless
-rule lives in ``backends/losses.py``.
-Rationale: ``docs/design.md#containment``, ``#lossless``, ``#phrase-filter``,
-``#similar-decision``.
+Every candidate a backend proposes is verified here against a Bloom filter of the kept
+document's word 3-shingles and words (``backends/phrases.py``) by the lossless rule
+(``backends/losses.py``) or the "similar" rule; the backend's own similarity is reported,
+never trusted to decide. Rationale: ``docs/design.md#containment``, ``#similar-decision``.
 """
 
 from __future__ import annotations
@@ -25,7 +18,6 @@ from scrapy_neardup.backends import BACKENDS
 from scrapy_neardup.backends.base import Backend
 from scrapy_neardup.backends.excerpts import Excerpts
 from scrapy_neardup.backends.losses import COVERAGE, SHINGLES, coverage, holds, lossy
-from scrapy_neardup.backends.losses import text_coverage as text_coverage  # the evaluation's
 from scrapy_neardup.backends.phrases import (
     BITS_PER_SHINGLE,
     HEADER,
@@ -38,7 +30,6 @@ from scrapy_neardup.backends.phrases import (
     spot_similarity,
     spots_of,
 )
-from scrapy_neardup.backends.phrases import titled as titled  # the evaluation's
 from scrapy_neardup.text import Document, ShingleSpec
 
 RELATED = 0.8
@@ -53,11 +44,9 @@ SIMILAR_SHINGLES = 2
 SIMILARITY = 0.35
 #: Whether the "similar" decision's spot rule is on by default (``NEARDUP_SIMILARITY_SPOTS``).
 SIMILAR_SPOTS = True
-#: Candidates a query verifies, by the buckets they share with the page (what the index
-#: knows before any signature is read): every one sharing STRONG buckets or more (at a
-#: Jaccard of 0.45, about 9 of MinHash's 44 bands), and of the others the CHECKS sharing the
-#: most: however many earlier pages share only a navigation line with a page, it costs at
-#: most CHECKS checks for them (docs/design.md#checks-per-query).
+#: Candidates a query verifies, by the buckets they share with the page: every one sharing
+#: STRONG buckets or more, and of the others the CHECKS sharing the most
+#: (docs/design.md#checks-per-query).
 CHECKS = 32
 STRONG = 8
 #: A kept page with fewer distinct 3-shingles than this share of a new page's is not verified
@@ -71,11 +60,9 @@ def candidate_params(
     similar_shingles: int | None = None,
     similar_spots: bool = SIMILAR_SPOTS,
 ) -> dict:
-    """Default parameters of the backend named ``method``: its
-    :meth:`~scrapy_neardup.backends.base.Backend.similar_candidates`, under either
-    ``decision``: under "contained" they find the kept reprints that the similar rule records
-    as near (evaluation/ACCURACY.md#the-spotsigs-gold-set); a query verifies at most
-    :data:`CHECKS` of those that share few buckets with it."""
+    """Default parameters of the backend named ``method``, under either ``decision``: its
+    :meth:`~scrapy_neardup.backends.base.Backend.similar_candidates` (under "contained" they
+    find the kept reprints that the similar rule records as near)."""
     size = SIMILAR_SHINGLES if similar_shingles is None else similar_shingles
     return BACKENDS.get(method, Backend).similar_candidates(size, similar_spots)
 
@@ -118,25 +105,18 @@ class Signature(NamedTuple):
 
 
 class Verified(Backend):
-    """A backend whose candidates are verified exactly (see the module docstring).
+    """A backend whose candidates are verified exactly: its signature is a :class:`Signature`;
+    buckets, probing and the store's screens are the backend's (with the excerpt keys:
+    backends/excerpts.py); the backend's ``estimate`` only screens candidates, the decision is
+    :meth:`check`'s. Both rules are worked out for every candidate; ``decision`` says which
+    one drops:
 
-    Its signature is a :class:`Signature`. Buckets, probing and the store's screens are the
-    backend's (with the excerpt keys: backends/excerpts.py); a store verifies at most
-    :data:`CHECKS` of a query's candidates that share fewer than :data:`STRONG` buckets with
-    it. The backend's ``estimate`` (its similarity without its
-    threshold, where it has one) only screens candidates; the decision is :meth:`check`'s.
-
-    Both rules are worked out for every candidate; ``decision`` says which one drops:
-
-    * ``"contained"``: ``coverage`` of the new document's words in a 3-shingle of the kept
-      one and ``shingles`` of its 3-shingles in it (:func:`holds`).
-    * ``"similar"``: for the set backends, the Jaccard similarity of the two documents'
-      word ``similar_shingles``-shingles (:func:`jaccard`, exact but for the filter's
-      false positives, which are subtracted) at least ``similarity``, or the spot rule
-      (:func:`spot_similarity`: a reprint cut, retitled or in another template); among
-      several kept pages a copy joins the closest (``Check.rank``); for a backend with a
-      ``similar_threshold`` (simhash, cosine), its own estimate at least ``similarity``
-      (default: that threshold; simhash's index's ``k`` must reach it).
+    * ``"contained"``: the lossless rule (:func:`holds`), screened by ``coverage`` of the new
+      document's words in a 3-shingle of the kept one, lines lost below ``shingles``.
+    * ``"similar"``: the Jaccard of the two documents' word ``similar_shingles``-shingles
+      (:func:`jaccard`) at least ``similarity``, or the spot rule (:func:`spot_similarity`);
+      a copy joins the closest kept page (``Check.rank``). For a backend with a
+      ``similar_threshold`` (simhash, cosine), its own estimate at least ``similarity``.
 
     A pair the other rule holds is ``near`` (kept, recorded beside the kept one).
     """
@@ -175,14 +155,12 @@ class Verified(Backend):
         self.similarity_threshold = (
             self._default_similarity if similarity is None else _unit("similarity", similarity)
         )
-        # The share of the new page's distinct 3-shingles below which a kept page is too
-        # small to be verified against it: a tenth, or the similar rule's Jaccard if lower.
+        # A kept page smaller than this share of the new one is not verified against it.
         self._smaller = SMALLER_KEPT
         if decision == "similar" and self._jaccard:
             self._smaller = min(SMALLER_KEPT, 0.9 * self.similarity_threshold)
-        # Below the backend's excerpt screen only an excerpt can be a copy (or below the
-        # similar rule's own threshold); the spot rule takes a reprint at any shingle Jaccard
-        # the bands propose.
+        # Below the backend's excerpt screen only an excerpt can be a copy; under "similar",
+        # the spot rule takes a reprint at any shingle Jaccard the bands propose.
         self._screen = backend.excerpt_screen
         if decision == "similar" and self._screen:
             self._screen = (
@@ -237,21 +215,18 @@ class Verified(Backend):
         """Told that a kept document was posted under :meth:`bucket_keys`."""
         self.excerpts.posted(signature)
 
-    def measure(self, new: Signature, kept: Signature, estimate: float) -> float | None:
-        """The "similar" rule's measure of a candidate (None: cannot say)."""
-        if not self._jaccard:
-            return float(estimate)  # simhash: 1 - d/64 within k; cosine: its estimate
-        phrases = self._spec == PHRASE  # the rule's shingles are the 3-shingles
-        a, b = (new.phrases, kept.phrases) if phrases else (new.shingles, kept.shingles)
-        return None if a is None or b is None else jaccard(a, b)
-
     def similar(
         self, new: Signature, kept: Signature, estimate: float
     ) -> tuple[bool, float | None]:
-        """Whether the "similar" rule holds for a candidate, with its measure: the Jaccard of
-        its shingles (:meth:`measure`) at least the threshold, or, for the set backends, the
-        spot rule (:func:`spot_similarity`, whose closeness is then the measure)."""
-        measure = self.measure(new, kept, estimate)
+        """Whether the "similar" rule holds for a candidate, with its measure (None: cannot
+        say): the Jaccard of its shingles (else the backend's ``estimate``) at least the
+        threshold, or the spot rule (:func:`spot_similarity`, whose closeness is then the
+        measure)."""
+        measure: float | None = float(estimate)  # simhash: 1 - d/64 within k; cosine
+        if self._jaccard:
+            phrases = self._spec == PHRASE  # the rule's shingles are the 3-shingles
+            a, b = (new.phrases, kept.phrases) if phrases else (new.shingles, kept.shingles)
+            measure = None if a is None or b is None else jaccard(a, b)
         holds = measure is not None and measure >= self.similarity_threshold - 1e-9
         spots = None
         if self.similar_spots and new.spots is not None and kept.spots is not None:
@@ -263,15 +238,11 @@ class Verified(Backend):
     def check(self, new: Signature, kept: Signature) -> Check | None:
         """None when the candidate is neither a copy, related nor near."""
         if kept.phrases.count < self._smaller * new.phrases.count:
-            # A kept page a tenth the new one's size (which the excerpt keys of a long page
-            # propose by the dozen) holds too little of it to be its copy or near it: not
-            # verified, which over a whole page costs what a check of an excerpt does not.
-            return None
+            return None  # too small to hold the new page (excerpt keys propose such pages)
         similarity = self.backend.estimate(new.backend, kept.backend)
         if similarity is None or similarity < self._screen:
-            # Screened out by the backend (or, for MinHash, a Jaccard estimate below any pair
-            # the bands propose): an excerpt is far below it, and verified when it shares half
-            # its excerpt fingerprints (backends/excerpts.py).
+            # Screened out by the backend: an excerpt is verified when it shares half its
+            # excerpt fingerprints (backends/excerpts.py).
             if not self.excerpts.shared(new, kept):
                 return None
             similarity = similarity or 0.0
@@ -302,8 +273,7 @@ class Verified(Backend):
 
     def encode(self, signature: Signature) -> bytes:
         inner = self.backend.encode(signature.backend)
-        # The similar rule's filters, one after the other: its shingles', its spots'.
-        filters = (signature.shingles, signature.spots)
+        filters = (signature.shingles, signature.spots)  # the similar rule's, in this order
         extra = b"".join(part.encode() for part in filters if part is not None)
         return b"".join(
             (
@@ -317,45 +287,43 @@ class Verified(Backend):
         )
 
     def decode(self, data: bytes) -> Signature:
-        if len(data) < 4:
-            raise ValueError(f"verified signature needs at least 4 bytes, got {len(data)}")
-        (length,) = struct.unpack_from("<I", data)
-        if 4 + length > len(data):
-            raise ValueError("corrupt verified signature: backend part is cut")
         view = memoryview(data)
-        backend = self.backend.decode(bytes(view[4 : 4 + length]))
-        at = 4 + length
-        if len(data) < at + HEADER.size:
-            raise ValueError("corrupt verified signature: phrase filter is cut")
-        end = at + HEADER.size + (HEADER.unpack_from(data, at)[2] + 7) // 8
-        if len(data) < end:
-            raise ValueError("corrupt verified signature: phrase filter is cut")
-        phrases = Phrases.decode(view[at:end])
-        if len(data) == end:  # written without the similar rule's filter and excerpt keys
+        inner, at = _sized_part(view, 0, "backend part")
+        backend = self.backend.decode(bytes(inner))
+        phrases, at = _filter_part(view, at)
+        if len(data) == at:  # written without the similar rule's filter and excerpt keys
             return Signature(backend, phrases, excerpts=Excerpts.decode(b""))
-        if len(data) < end + 4:
-            raise ValueError("corrupt verified signature: similar-rule filter is cut")
-        (size,) = struct.unpack_from("<I", data, end)
-        if len(data) < end + 4 + size:
-            raise ValueError("corrupt verified signature: similar-rule filter is cut")
-        extra, spots = self._similar_filters(view[end + 4 : end + 4 + size])
-        excerpts = self.excerpts.decode(view[end + 4 + size :])
-        return Signature(backend, phrases, extra, spots, excerpts)
-
-    def _similar_filters(self, data: memoryview) -> tuple[Phrases | None, Phrases | None]:
-        """The similar rule's filters, one after the other: its shingles' (where they are not
-        3-shingles), then its spots' (absent from states written before the spot rule)."""
+        extra, at = _sized_part(view, at, "similar-rule filter")
+        # The similar rule's filters, one after the other: its shingles' (where they are not
+        # 3-shingles), then its spots' (absent from states written before the spot rule).
         filters: list[Phrases | None] = []
-        at = 0
-        while at < len(data):
-            if len(data) < at + HEADER.size:
-                raise ValueError("corrupt verified signature: similar-rule filter is cut")
-            end = at + HEADER.size + (HEADER.unpack_from(data, at)[2] + 7) // 8
-            filters.append(Phrases.decode(data[at:end]))
-            at = end
+        end = 0
+        while end < len(extra):
+            found, end = _filter_part(extra, end)
+            filters.append(found)
         if not (self._jaccard and self._spec != PHRASE):
             filters.insert(0, None)  # no shingles filter: its 3-shingles are the phrase filter
         if len(filters) > 2:
             raise ValueError("corrupt verified signature: too many similar-rule filters")
         filters += [None] * (2 - len(filters))
-        return filters[0], filters[1]
+        return Signature(backend, phrases, filters[0], filters[1], self.excerpts.decode(view[at:]))
+
+
+def _sized_part(view: memoryview, at: int, what: str) -> tuple[memoryview, int]:
+    """The part at ``at`` that a little-endian u32 length prefixes, and where it ends."""
+    if len(view) < at + 4:
+        raise ValueError(f"corrupt verified signature: {what} is cut")
+    end = at + 4 + struct.unpack_from("<I", view, at)[0]
+    if len(view) < end:
+        raise ValueError(f"corrupt verified signature: {what} is cut")
+    return view[at + 4 : end], end
+
+
+def _filter_part(view: memoryview, at: int) -> tuple[Phrases, int]:
+    """The phrase filter at ``at``, and where it ends."""
+    if len(view) < at + HEADER.size:
+        raise ValueError("corrupt verified signature: a filter is cut")
+    end = at + HEADER.size + (HEADER.unpack_from(view, at)[2] + 7) // 8
+    if len(view) < end:
+        raise ValueError("corrupt verified signature: a filter is cut")
+    return Phrases.decode(view[at:end]), end

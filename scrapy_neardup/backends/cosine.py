@@ -98,8 +98,9 @@ class CosineBackend(Backend):
         # The bands find pairs at max(threshold, BAND_COSINE): docs/design.md#cosine.
         valid = not isinstance(threshold, bool) and 0.0 < threshold < 1.0
         self.require(valid, f"threshold must be in (0, 1), got {threshold}")
-        if weighting not in WEIGHTINGS:
-            raise ValueError(f"cosine weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+        self.require(
+            weighting in WEIGHTINGS, f"weighting must be one of {WEIGHTINGS}, got {weighting!r}"
+        )
         banding = optimal_bands(max(threshold, BAND_COSINE)) if bands is None else tuple(bands)
         valid = len(banding) == 2 and all(isinstance(v, int) and v >= 1 for v in banding)
         self.require(valid, f"bands must be (bands, rows) of positive ints, got {bands}")

@@ -64,15 +64,14 @@ def _window_min(x: np.ndarray, w: int) -> np.ndarray:
 class Excerpts:
     """The excerpt keys of one index, and the counts that leave out the keys that are full."""
 
-    def __init__(self, full: int = FULL) -> None:
-        self.full = full
+    def __init__(self) -> None:
         self._counts: np.ndarray = np.zeros(1 << 12, dtype=np.uint8)
         self._posted = 0
         self._last: tuple[Any, np.ndarray] | None = None
         self._fresh: tuple[Any, np.ndarray] | None = None
 
     def params(self) -> dict[str, Any]:
-        return {"winnow": f"word{SHINGLE}/{WINDOW}", "full": self.full}
+        return {"winnow": f"word{SHINGLE}/{WINDOW}", "full": FULL}
 
     def fingerprints(self, signature: Signature) -> np.ndarray:
         """All the excerpt fingerprints of a signature: stored, or from its shingles."""
@@ -92,7 +91,7 @@ class Excerpts:
         if last is not None and last[0] is signature:
             return last[1]
         keys = splitmix64(self.fingerprints(signature) ^ _TAG)
-        keys = keys[self._counts[self._slots(keys)] < self.full]
+        keys = keys[self._counts[self._slots(keys)] < FULL]
         self._last = (signature, keys)
         return keys
 
@@ -107,7 +106,7 @@ class Excerpts:
             self._counts = np.tile(self._counts, 2)
         slots = self._slots(keys)
         np.add.at(self._counts, slots, 1)
-        self._counts[slots] = np.minimum(self._counts[slots], self.full)
+        self._counts[slots] = np.minimum(self._counts[slots], FULL)
         self._last = None
 
     def shared(self, new: Signature, kept: Signature) -> bool:

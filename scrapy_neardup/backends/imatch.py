@@ -55,12 +55,6 @@ def _wordfreq_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "data"
 
 
-def available_languages() -> list[str]:
-    """Languages of wordfreq's "large" word lists."""
-    files = _wordfreq_dir().glob(f"{_WORDLIST}_*.msgpack.gz")
-    return sorted(p.name.removeprefix(f"{_WORDLIST}_").split(".")[0] for p in files)
-
-
 def lexicon(languages: tuple[str, ...], floor: int) -> Lexicon:
     """The lexicon of ``languages`` restricted to Zipf values of at least ``floor``/100 (a
     word rarer than that in every language is out, like an unknown word); built once per
@@ -128,7 +122,8 @@ class IMatchBackend(ArrayBackend):
             languages = [s.strip() for s in languages.split(",") if s.strip()]
         languages = tuple(sorted(set(languages)))
         self.require(bool(languages), "languages must name at least one language")
-        known = available_languages()
+        files = _wordfreq_dir().glob(f"{_WORDLIST}_*.msgpack.gz")  # its "large" lists
+        known = sorted(p.name.removeprefix(f"{_WORDLIST}_").split(".")[0] for p in files)
         missing = sorted(set(languages) - set(known))
         self.require(
             not missing, f"languages {missing} have no wordfreq list; choose among {known}"

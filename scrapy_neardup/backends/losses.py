@@ -1,7 +1,6 @@
-"""The lossless rule (``docs/design.md#lossless``): what of a new document a kept one lacks,
-read from the kept one's phrase filter (:func:`coverage`, the decision's) or from its text
-(:func:`text_coverage`, the audit page's and the evaluation's), one function for all of
-them (:func:`losses`). Pure numpy, no Scrapy.
+"""The lossless rule (``docs/design.md#lossless``): what of a new document a kept one lacks
+(:func:`losses`), read from the kept one's phrase filter (:func:`coverage`, the decision's) or
+from its text (:func:`text_coverage`, the audit page's and the evaluation's).
 """
 
 from __future__ import annotations
@@ -77,28 +76,24 @@ def coverage(
     kept: Phrases,
     screen: float = COVERAGE,
     line_share: float = SHINGLES,
-    reverse: bool = True,
 ) -> Coverage | None:
     """How much of ``new`` ``kept`` holds, read from ``kept``'s filter, its false positives
     subtracted from the shares; None when the filter is too full to say. What is lost
     (:func:`losses`) is worked out when at least ``screen`` of the words are covered;
-    ``reverse`` (for the related check) when ``new`` is not contained.
-    :func:`text_coverage` is the same, exactly."""
+    ``reverse`` (for the related check) when ``new`` is not contained."""
     rate = kept.false_positive_rate
     if new.sequence is None or len(new.sequence) == 0 or rate > MAX_FALSE_POSITIVES:
         return None
     hit = kept.contains(new.sequence)
     found = _compare(new, hit, kept.has_words, rate, screen, line_share)
-    if found.contained or not reverse or not kept.count:
+    if found.contained or not kept.count:
         return found
     distinct = np.unique(new.sequence[hit])
     share = (len(distinct) - rate * new.count) / kept.count
     return found._replace(reverse=float(min(1.0, max(0.0, share))))
 
 
-def text_coverage(
-    new: str | Document, kept: str | Document, line_share: float = SHINGLES
-) -> Coverage | None:
+def text_coverage(new: str | Document, kept: str | Document) -> Coverage | None:
     """:func:`coverage`, exactly: the kept text's own 3-shingles and words instead of its
     filter, and what is lost always worked out. What the audit page (``scrapy
     neardup-stats``) and the evaluation show beside a drop; None for a new text without
@@ -114,7 +109,7 @@ def text_coverage(
     alone = tokens if len(inside) != len(tokens) else tokens[~inside]
     words = np.unique(np.concatenate((alone, names)))
     hit = np.isin(phrases.sequence, shingles)
-    found = _compare(phrases, hit, lambda tokens: np.isin(tokens, words), 0.0, 0.0, line_share)
+    found = _compare(phrases, hit, lambda tokens: np.isin(tokens, words), 0.0, 0.0, SHINGLES)
     share = len(np.unique(phrases.sequence[hit])) / len(shingles) if len(shingles) else 0.0
     return found._replace(reverse=float(share))
 
@@ -159,12 +154,16 @@ def _compare(
     it for words, and the rate at which its answers are false positives."""
     words = len(new.tokens) if new.tokens is not None else len(hit) + PHRASE.size - 1
     covered = _covered(hit, words)
-    counted = _withinlines_of(new, len(hit), words)
+    # A shingle across two paragraphs is no phrase of either: paragraphs moved are no edit.
+    counted = _within(_line_of_word(new, words), len(hit))
     shared = hit[counted] if counted.any() else hit
     # An uncovered word has up to 3 chances of a false positive; a shingle, one.
     chance = 1.0 - (1.0 - rate) ** PHRASE.size
     share = max(0.0, float(covered.mean() - chance) / (1.0 - chance)) if len(covered) else 0.0
-    shingles = _corrected(int(shared.sum()), len(shared), rate)
+    # The share of shingles found, less the false positives expected among the others.
+    found, total = int(shared.sum()), len(shared)
+    mean = rate * (total - found) / (1.0 - rate) if rate > 0.0 else 0.0
+    shingles = max(0.0, (found - mean) / total) if total else 0.0
     loss = None
     if share >= screen and new.tokens is not None:
         loss = losses(new, hit, has_words, line_share)
@@ -179,6 +178,14 @@ def _line_of_word(new: Phrases, words: int) -> np.ndarray:
     return np.repeat(np.arange(len(counts)), counts)
 
 
+def _within(line: np.ndarray, shingles: int) -> np.ndarray:
+    """Which of the ``shingles`` 3-shingles of words in ``line`` lie within one line (all of
+    them when the counts do not fit)."""
+    if shingles != len(line) - (PHRASE.size - 1):
+        return np.ones(shingles, dtype=bool)
+    return line[:shingles] == line[PHRASE.size - 1 :]
+
+
 def _covered(hit: np.ndarray, words: int, line: np.ndarray | None = None) -> np.ndarray:
     """Which words lie in a shared 3-shingle (within their line, where ``line`` gives each
     word's; a text of fewer than 3 words has one shingle, whatever the lines)."""
@@ -186,7 +193,7 @@ def _covered(hit: np.ndarray, words: int, line: np.ndarray | None = None) -> np.
     if words < PHRASE.size:
         covered[:] = bool(hit.any())
         return covered
-    inside = hit if line is None else hit & (line[: len(hit)] == line[PHRASE.size - 1 :])
+    inside = hit if line is None else hit & _within(line, len(hit))
     for offset in range(PHRASE.size):
         covered[offset : offset + len(hit)] |= inside
     return covered
@@ -224,7 +231,7 @@ def losses(
     long = counts >= SHORT_LINE
     lost_line: np.ndarray = np.zeros(len(counts), dtype=bool)
     if words >= PHRASE.size:
-        inside = line[: len(hit)] == line[PHRASE.size - 1 :]
+        inside = _within(line, len(hit))
         total = np.bincount(line[: len(hit)][inside], minlength=len(counts))
         found = np.bincount(line[: len(hit)][inside & hit], minlength=len(counts))
         lost_line = long & (found < line_share * total)
@@ -266,26 +273,6 @@ def _runs(flags: np.ndarray, line: np.ndarray) -> tuple[tuple[int, int], ...]:
         (int(first[i - 1]), int(first[i - 1] + lengths[i]))
         for i in np.flatnonzero(lengths >= LOST_RUN)
     )
-
-
-def _corrected(found: int, total: int, rate: float) -> float:
-    """The share ``found / total`` of a filter's answers, less the false positives it is
-    expected to have made among the answers that were truly "no"."""
-    if total == 0:
-        return 0.0
-    mean = rate * (total - found) / (1.0 - rate) if rate > 0.0 else 0.0
-    return max(0.0, (found - mean) / total)
-
-
-def _withinlines_of(new: Phrases, shingles: int, words: int) -> np.ndarray:
-    """Which of ``new``'s 3-shingles lie within one line: the shingles counted. One that
-    spans two paragraphs is no phrase of either, and would make paragraphs in another order
-    (a copy that loses nothing) look like edits."""
-    counts = new.line_words
-    if counts is None or shingles != words - (PHRASE.size - 1) or int(counts.sum()) != words:
-        return np.ones(shingles, dtype=bool)
-    line = np.repeat(np.arange(len(counts)), counts)
-    return line[:shingles] == line[PHRASE.size - 1 :]
 
 
 def holds(found: Coverage | None) -> bool:

@@ -131,8 +131,7 @@ def lines_of(doc: Document) -> tuple[np.ndarray, list[str]] | None:
 
     The lines are normalised one by one and joined by newlines, which tokenise as the spaces
     of ``doc.normalized`` do, so each token's line comes from its offset, without tokenising
-    again: numpy offsets for text without CJK, else a walk along ``doc.tokens`` (jieba's,
-    already made for the signature)."""
+    again (:func:`_token_offsets`)."""
     pairs = [(line, normalize(line)) for line in doc.text.splitlines()]
     written = [line for line, normal in pairs if normal]
     lines = [normal for _, normal in pairs if normal]
@@ -140,17 +139,8 @@ def lines_of(doc: Document) -> tuple[np.ndarray, list[str]] | None:
         return None
     joined = "\n".join(lines)
     breaks = np.cumsum([len(line) + 1 for line in lines])  # offset after each line's newline
-    starts = token_starts(joined)
-    if starts is None:
-        offsets, at = [], 0
-        for token in doc.tokens:
-            at = joined.find(token, at)
-            if at < 0:
-                return None
-            offsets.append(at)
-            at += len(token)
-        starts = np.array(offsets, dtype=np.int64)
-    if len(starts) != doc.token_count:
+    starts = _token_offsets(doc, joined)
+    if len(starts) != doc.token_count or (len(starts) and starts.min() < 0):
         return None
     words = np.bincount(np.searchsorted(breaks, starts, side="right"), minlength=len(lines))
     keep = words > 0
@@ -201,21 +191,23 @@ def compound_matches(doc: Document) -> list[tuple[re.Match[str], int]]:
     found = list(_COMPOUND.finditer(doc.normalized))
     if not found:
         return []
-    words = np.searchsorted(_token_offsets(doc), [m.start() for m in found])
+    offsets = np.maximum(_token_offsets(doc, doc.normalized), 0)
+    words = np.searchsorted(offsets, [m.start() for m in found])
     return list(zip(found, words.tolist(), strict=True))
 
 
-def _token_offsets(doc: Document) -> np.ndarray:
-    """Where each token of ``doc`` starts in its normalised text: numpy offsets for text
-    without CJK, else a walk along ``doc.tokens`` (jieba's)."""
-    starts = token_starts(doc.normalized)
+def _token_offsets(doc: Document, text: str) -> np.ndarray:
+    """Where each token of ``doc`` starts in ``text`` (its normalised text, or its lines
+    normalised one by one): numpy offsets for text without CJK, else a walk along
+    ``doc.tokens`` (jieba's), -1 for a token not found."""
+    starts = token_starts(text)
     if starts is not None:
         return starts
     offsets, at = [], 0
     for token in doc.tokens:
-        found = doc.normalized.find(token, at)
+        found = text.find(token, at)
         at = found + len(token) if found >= 0 else at
-        offsets.append(max(found, 0))
+        offsets.append(found)
     return np.array(offsets, dtype=np.int64)
 
 
@@ -244,9 +236,12 @@ def _filter(shingles: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, int, i
 def shingles_of(doc: Document, spec: ShingleSpec) -> Phrases:
     """A Bloom filter of ``doc``'s distinct ``spec`` shingles (with them, sorted, as its
     ``sequence``): what :func:`jaccard` compares for the "similar" decision."""
-    distinct = np.unique(doc.shingles(spec))
-    empty = np.zeros(0, dtype=np.uint64)
-    return Phrases(*_filter(distinct, empty), len(distinct), 0, distinct)
+    return _set_filter(np.unique(doc.shingles(spec)))
+
+
+def _set_filter(distinct: np.ndarray) -> Phrases:
+    """A Bloom filter of sorted distinct hashes, with them as its ``sequence``."""
+    return Phrases(*_filter(distinct, np.zeros(0, dtype=np.uint64)), len(distinct), 0, distinct)
 
 
 def jaccard(new: Phrases, kept: Phrases) -> float | None:
@@ -294,9 +289,7 @@ _SPOTS = SpotSigsBackend(chain=SPOT_CHAIN)
 def spots_of(doc: Document) -> Phrases:
     """A Bloom filter of ``doc``'s spot signatures (chain :data:`SPOT_CHAIN`), with them,
     sorted, as its ``sequence``: what :func:`spot_similarity` compares."""
-    distinct = _SPOTS.signature(doc)
-    empty = np.zeros(0, dtype=np.uint64)
-    return Phrases(*_filter(distinct, empty), len(distinct), 0, distinct)
+    return _set_filter(_SPOTS.signature(doc))
 
 
 def spot_similarity(new: Phrases, kept: Phrases) -> tuple[bool, float] | None:
