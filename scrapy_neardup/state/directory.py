@@ -302,8 +302,8 @@ class StateDirectory:
         reactor = installed_reactor()
         if reactor is not None and reactor.running:
             self._start_sync_loop()
-            return
-        self.crawler.signals.connect(self._start_sync_loop, signal=signals.engine_started)
+        else:
+            self.crawler.signals.connect(self._start_sync_loop, signal=signals.engine_started)
 
     def _start_sync_loop(self, *args: Any, **kwargs: Any) -> None:
         from scrapy.utils.reactor import is_reactor_installed

@@ -46,9 +46,7 @@ class ScalableBloomFilter:
 
     A scalable Bloom filter (Almeida et al., 2007): a chain of rbloom filters, each new one
     ``growth`` times larger at ``tightening`` times the error rate (the first at ``error_rate
-    * (1 - tightening)``), so the compound rate stays below ``error_rate``. A fingerprint,
-    already a good 128-bit hash, is rbloom's hash as it is, an integer (``int.from_bytes(
-    fingerprint, "little", signed=True)``), since Python's ``hash()`` is salted per process.
+    * (1 - tightening)``). A fingerprint is rbloom's hash as it is, an integer.
     """
 
     def __init__(

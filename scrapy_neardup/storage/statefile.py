@@ -3,9 +3,8 @@
 Promises: the file holds our tables and nothing else (checked read-only before any write, so a
 crafted file runs no code), and is never followed through a symbolic link; a damaged,
 truncated or foreign file, or one of another format, stops the start with a
-:class:`StateError` naming it, left as it is. A new file is made whole and renamed into place,
-so a file without our schema is damage, not a first run. Rationale:
-``docs/design.md#state-database``.
+:class:`StateError` naming it, left as it is. A new file is made whole and renamed into place.
+Rationale: ``docs/design.md#state-database``.
 """
 
 from __future__ import annotations
