@@ -80,11 +80,10 @@ class Index:
         return [Match(k, sim, name, *contained.get(k, (1.0, 0.0))) for k, sim in found], related
 
     def _excerpts_first(self, signature: Any, verify: Verifier) -> tuple[list, Verifier]:
-        """A store told to ``probe`` the least filled buckets only (SpotSigs) may leave out
-        the excerpt keys (backends/excerpts.py), whose promise needs every one of them: they
-        are queried first, all of them. Returns what they found and the verifier for all the
-        buckets then, which skips the candidates already verified (what they found is a copy:
-        the document is not added)."""
+        """The excerpt keys (backends/excerpts.py) queried first, all of them, since a store
+        told to ``probe`` the least filled buckets (SpotSigs) may leave them out. Returns what
+        they found (a copy: the document is not added) and the verifier for all the buckets,
+        which skips the candidates already verified."""
         keys = self.method.excerpt_keys(signature)
         if not keys:
             return [], verify
@@ -100,10 +99,8 @@ class Index:
     def query(self, signature: Any) -> list[Match]:
         return self.search("", signature, add=False)[0]
 
-    def query_and_add(self, key: str, doc: Document | str) -> list[Match]:
+    def query_and_add(self, key: str, doc: Document) -> list[Match]:
         """Earlier documents matching ``doc``; when there are none, ``doc`` is added as ``key``."""
-        if isinstance(doc, str):
-            doc = Document(doc)
         return self.query_and_add_signature(key, self.method.signature(doc))
 
     def query_and_add_signature(self, key: str, signature: Any) -> list[Match]:

@@ -9,16 +9,7 @@ needs the redis extra).
 
 from __future__ import annotations
 
-from scrapy_neardup.state.base import (
-    NearDupState,
-    crawl_state,
-    state_class,
-)
+from scrapy_neardup.state.base import NearDupState, crawl_state, state_class
 from scrapy_neardup.state.files import FileState
 
-__all__ = [
-    "FileState",
-    "NearDupState",
-    "crawl_state",
-    "state_class",
-]
+__all__ = ["FileState", "NearDupState", "crawl_state", "state_class"]

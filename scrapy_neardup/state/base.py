@@ -1,15 +1,15 @@
 """The state interface every implementation shares: one per crawler, a Scrapy extension.
 
 Promises: the dupefilter, the middlewares and the pipeline of one crawler reach the same state
-(:func:`crawl_state`: the crawler's extension, which the Addon lists in ``EXTENSIONS``), so a
-URL recorded by one is known to the others and page text found by the spider middleware
-reaches the pipeline. ``NEARDUP_STORAGE`` picks the implementation, as ``HTTPCACHE_STORAGE``
-does: ``"memory"`` (:class:`FileState`), ``"redis"``, or a subclass's import path. It must not
+(:func:`crawl_state`), so a URL recorded by one is known to the others and page text found by
+the spider middleware reaches the pipeline. ``NEARDUP_STORAGE`` picks the implementation:
+``"memory"`` (:class:`FileState`), ``"redis"``, or a subclass's import path. It must not
 import the Scrapy components. Rationale: ``docs/design.md#shared-state``.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -104,13 +104,10 @@ class NearDupState:
         stops on it: nothing more is recorded, and the dupefilter queues no more requests."""
         return self.directory.disk_full if self.directory is not None else None
 
-    # -- lifecycle ------------------------------------------------------------------------
-
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupState:
         """A new state for ``crawler``, of the class ``NEARDUP_STORAGE`` names, closed at
-        ``spider_closed``: how Scrapy builds the extension. Components use
-        :func:`crawl_state`, which finds the crawler's one state."""
+        ``spider_closed`` (components use :func:`crawl_state`, which finds it)."""
         try:
             config = NearDupConfig.from_settings(crawler.settings)
             for name, close in unknown_settings(crawler.settings):
@@ -131,8 +128,7 @@ class NearDupState:
 
     def _prepare_checks(self) -> None:
         """With the first page, ask a worker for what checking pages needs (MinHash's banding
-        for parameters ``minhash._BANDINGS`` lacks: computed here, scipy would cost memory and
-        stall the reactor)."""
+        for parameters ``minhash._BANDINGS`` lacks: scipy in the reactor would stall it)."""
         adopt = self.dedup.method.adopt
         future = self.extractor.submit_prepared()
 
@@ -203,8 +199,8 @@ class NearDupState:
         raise NotImplementedError
 
     def _frontier_wanted(self) -> bool:
-        """Whether to record the frontier: with a state directory, and only when
-        FrontierMiddleware will mark requests done (else every request would stay pending)."""
+        """Whether to record the frontier: with a state directory, when FrontierMiddleware
+        marks requests done."""
         config, crawler = self.config, self.crawler
         return (
             config.enabled
@@ -241,8 +237,6 @@ class NearDupState:
     def _close(self) -> None:
         raise NotImplementedError
 
-    # -- URLs -----------------------------------------------------------------------------
-
     def canonical(self, url: str) -> str:
         return keys.canonical(url, self.config)
 
@@ -267,8 +261,7 @@ class NearDupState:
 
     async def keys_seen(self, keys: list[bytes]) -> list[bool] | None:
         """Test and set of many keys at once, in order (a key twice: the second is seen), or
-        None: not checked, the dupefilter checks each (a local state's check costs no round
-        trip to save, and its frontier journals each new request as it is checked)."""
+        None: not checked, the dupefilter checks each (a local state: no round trip to save)."""
         return None
 
     def late_check(self, key: bytes) -> Awaitable[bool] | None:
@@ -284,8 +277,6 @@ class NearDupState:
     def clear_urls(self) -> None:
         """Forget every URL (scrapy-redis's scheduler flushes its dupefilter this way)."""
         raise NotImplementedError
-
-    # -- pages and items ------------------------------------------------------------------
 
     async def check_item(self, key: str, signed: Signed, text: str | None = None) -> Verdict:
         """The content check of an item whose key (its URL) is ``key``: made unique when
@@ -308,12 +299,8 @@ class NearDupState:
     def unique_key(self, key: str) -> str:
         """``key``, or ``key (fetch 2)``, ``key (fetch 3)``... when a kept document or a
         duplicate has it: a URL fetched again (``dont_filter``) is recorded apart."""
-        if self._key_taken(key):
-            n = 2
-            while self._key_taken(repeat_key(key, n)):
-                n += 1
-            key = repeat_key(key, n)
-        return key
+        keys = itertools.chain([key], (repeat_key(key, n) for n in itertools.count(2)))
+        return next(k for k in keys if not self._key_taken(k))
 
     def _key_taken(self, key: str) -> bool:
         return key in self.dedup.exact.store or key in self.dedup.members

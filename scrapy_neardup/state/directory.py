@@ -1,27 +1,34 @@
 """A crawl's state directory (``JOBDIR/neardup``): its lock, its database, its frontier.
 
-Promises: one crawl at a time holds the directory (its lock); the directory and its files are
-never followed through a symbolic link; state of an earlier release's format, of another
+Promises: one crawl at a time holds the directory: before it reads anything it takes an
+exclusive ``flock`` on ``lock`` in it (and on ``neardup.lock`` in ``JOBDIR`` when the state
+lives elsewhere) and writes its PID in; a second crawl is refused naming that PID, and a
+killed crawl's lock never blocks the next start (within one process the lock is counted,
+released with its last holder). The directory and its files are never followed through a
+symbolic link; state of an earlier release's format, of another
 spider, or that cannot be read stops the start with a StateError naming the file. Everything
 recorded is committed at least every ``NEARDUP_FLUSH_INTERVAL`` (a periodic sync while the
 crawl runs), in the order a crash needs: the state, then the feed files, then the requests
 done. A full disk, or a database that breaks mid-crawl, stops the crawl and leaves the state
 as a crash leaves it.
-Rationale: ``docs/design.md#state-directory``.
+Rationale: ``docs/design.md#state-directory``, ``docs/design.md#directory-lock``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import logging
+import os
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from scrapy_neardup.exceptions import StateError
 from scrapy_neardup.frontier import Frontier
-from scrapy_neardup.storage.dirlock import DirectoryLock, state_locks
 from scrapy_neardup.storage.statedb import STATE_FILE, StateDB, refuse_link
 
 logger = logging.getLogger(__name__)
@@ -45,6 +52,58 @@ OLD_FILES = (
 )
 #: Errors of a write to a full disk (or a user's full quota).
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+_held: dict[str, list[int]] = {}  # lock file's real path -> [descriptor, holders]
+_held_lock = threading.Lock()
+
+
+def _lock(path: Path, directory: Path) -> str:
+    """Take the lock file ``path`` of ``directory``; returns what :func:`_unlock` releases.
+    StateError naming the directory and the PID of the process that holds it."""
+    key = os.path.realpath(path)
+    with _held_lock:
+        if key not in _held:
+            _held[key] = [_flock(path, directory), 0]
+        _held[key][1] += 1
+    return key
+
+
+def _flock(path: Path, directory: Path) -> int:
+    """A descriptor of the lock file, holding its ``flock``, with this PID written in."""
+    refuse_link(path)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = "?"
+        with contextlib.suppress(OSError):
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            holder = text if text.isdigit() else holder
+        os.close(fd)
+        raise StateError(
+            f"in use by another crawl (process {holder}, which holds {path}): two crawls on "
+            "one state directory corrupt it. Wait for that crawl to end (or stop it), or give "
+            "this one another JOBDIR",
+            path=str(directory),
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    with contextlib.suppress(OSError):  # the PID only informs (a full disk)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def _unlock(key: str) -> None:
+    with _held_lock:
+        held = _held[key]
+        held[1] -= 1
+        if held[1] <= 0:
+            del _held[key]
+            with contextlib.suppress(OSError):
+                os.ftruncate(held[0], 0)  # no PID: nobody holds it
+            os.close(held[0])  # releases the flock
 
 
 class StateDirectory:
@@ -70,14 +129,12 @@ class StateDirectory:
         #: The error of a write that failed (a full disk, a damaged database); nothing is
         #: written after it.
         self.failed: BaseException | None = None
-        self._locks: list[DirectoryLock] = []
+        self._locks: list[str] = []
         self._sync_loop: Any = None
         #: The clock of the periodic sync (None: the reactor; tests give a Clock).
         self.sync_clock: Any = None
         self._sync_failed = False
         self._opened = False
-
-    # -- opening --------------------------------------------------------------------------
 
     def open(
         self,
@@ -95,17 +152,19 @@ class StateDirectory:
                 refuse_link(self.path)
             self.path.mkdir(parents=True, exist_ok=True)
             for name in OLD_FILES:
-                if (self.path / name).exists() or (self.path / name).is_symlink():
+                if os.path.lexists(self.path / name):
                     raise StateError(
                         "state in the format of an earlier release of scrapy-neardup (snapshots "
                         "and journals), which this one does not read: finish that crawl with the "
                         "release that wrote it, or start this one with a new JOBDIR",
                         path=str(self.path / name),
                     )
+            locks = [(self.path / "lock", self.path)]
             jobdir = self.crawler.settings.get("JOBDIR") if self.crawler is not None else None
-            self._locks = state_locks(self.path, jobdir)
-            for lock in self._locks:
-                lock.acquire()
+            if jobdir and os.path.realpath(self.path.parent) != os.path.realpath(jobdir):
+                locks.append((Path(jobdir) / "neardup.lock", Path(jobdir)))
+            for lock, directory in locks:
+                self._locks.append(_lock(lock, directory))
             self.fresh = self.db.open({**meta, **identity})
             for name, value in identity.items():
                 written_by = self.db.meta(name)
@@ -135,18 +194,16 @@ class StateDirectory:
         self._opened = True
 
     def set_aside_scrapy_queue(self) -> None:
-        """After a crash, move Scrapy's JOBDIR request queue out of the scheduler's way.
-
-        Scrapy writes that queue's bookkeeping only at a clean close, so a SIGKILL after a
-        resumed run leaves it inconsistent: Scrapy then fails on it with ``OSError`` at every
-        pop and the crawl hangs (plain Scrapy does the same). The frontier holds every
-        request that queue could: the crashed run's pending ones are scheduled again.
-        """
+        """After a crash, move Scrapy's JOBDIR request queue out of the scheduler's way: Scrapy
+        writes its bookkeeping only at a clean close, and hangs on it after a SIGKILL. The
+        frontier holds every request that queue could: they are scheduled again."""
         from scrapy.utils.job import job_dir
 
         jobdir = job_dir(self.crawler.settings) if self.crawler is not None else None
-        spider_state = Path(jobdir) / "spider.state" if jobdir else None
-        if spider_state is not None and spider_state.is_file() and not spider_state.stat().st_size:
+        if not jobdir:
+            return
+        spider_state = Path(jobdir) / "spider.state"
+        if spider_state.is_file() and not spider_state.stat().st_size:
             # Scrapy's SpiderState rewrites it in place at close: on a full disk it is left
             # empty, and then fails to load at every start (EOFError), and to save at close.
             empty = spider_state.with_name("spider.state.empty")
@@ -158,8 +215,8 @@ class StateDirectory:
                 spider_state,
                 empty,
             )
-        queue = Path(jobdir) / "requests.queue" if jobdir else None
-        if queue is None or not queue.exists():
+        queue = Path(jobdir) / "requests.queue"
+        if not queue.exists():
             return
         aside = queue.with_name("requests.queue.crashed")
         shutil.rmtree(aside, ignore_errors=True)
@@ -171,8 +228,6 @@ class StateDirectory:
             queue,
             aside,
         )
-
-    # -- writing --------------------------------------------------------------------------
 
     def write(self, call: Callable[..., Any], *args: Any) -> Any:
         """``call(*args)``, a write of the state. When it fails on a full disk, or on a
@@ -204,10 +259,8 @@ class StateDirectory:
 
     def failed_with(self, exc: BaseException, path: Path | str) -> None:
         """A write met a full disk, or a damaged database: nothing more is written (the state
-        is left as a crash leaves it: what was not committed is gone), and the crawl is
-        stopped. After a full disk the next start reads the state as after a crash: the
-        requests not done are crawled again, so once space is freed the same command resumes
-        the crawl; a damaged database stops the next start, naming it."""
+        is left as a crash leaves it, so the same command resumes the crawl once space is
+        freed), and the crawl is stopped."""
         if self.failed is not None:
             return
         self.failed = exc
@@ -236,8 +289,6 @@ class StateDirectory:
             )
         self._stop_crawl(reason)
 
-    # -- the periodic sync ----------------------------------------------------------------
-
     def schedule_sync_loop(self) -> None:
         """Sync every ``NEARDUP_FLUSH_INTERVAL`` seconds (``MIN_SYNC_PERIOD`` at least) while
         the crawl runs: the state commits by itself only as it is written, and the requests
@@ -251,8 +302,8 @@ class StateDirectory:
         reactor = installed_reactor()
         if reactor is not None and reactor.running:
             self._start_sync_loop()
-            return
-        self.crawler.signals.connect(self._start_sync_loop, signal=signals.engine_started)
+        else:
+            self.crawler.signals.connect(self._start_sync_loop, signal=signals.engine_started)
 
     def _start_sync_loop(self, *args: Any, **kwargs: Any) -> None:
         from scrapy.utils.reactor import is_reactor_installed
@@ -262,19 +313,17 @@ class StateDirectory:
             return
         period = max(self.db.flush_interval, MIN_SYNC_PERIOD)
         clock = self.sync_clock
-        if clock is None and not is_reactor_installed():
-            # Scrapy without a Twisted reactor (TWISTED_REACTOR_ENABLED = False): asyncio's.
+        if clock is None and not is_reactor_installed():  # TWISTED_REACTOR_ENABLED = False
             try:
                 from scrapy.utils.asyncio import AsyncioLoopingCall
             except ImportError:  # Scrapy < 2.14: committed as written, done at close
                 return
             self._sync_loop = AsyncioLoopingCall(self._periodic_sync)
-            self._sync_loop.start(period, now=False)
-            return
-        if clock is None:
-            from twisted.internet import reactor as clock
-        self._sync_loop = LoopingCall(self._periodic_sync)
-        self._sync_loop.clock = clock
+        else:
+            if clock is None:
+                from twisted.internet import reactor as clock
+            self._sync_loop = LoopingCall(self._periodic_sync)
+            self._sync_loop.clock = clock
         self._sync_loop.start(period, now=False)
 
     def _periodic_sync(self) -> None:
@@ -290,8 +339,6 @@ class StateDirectory:
                     "(failures counted in neardup/state/sync_errors)",
                     self.path,
                 )
-
-    # -- closing --------------------------------------------------------------------------
 
     def close(self, meta: dict[str, str] | None = None) -> None:
         """A clean close: everything synced, the run recorded as closed (with ``meta``, in
@@ -310,6 +357,6 @@ class StateDirectory:
         """Close without writing anything more, and release the locks."""
         self._opened = False
         self.db.abandon()
-        for lock in reversed(self._locks):
-            lock.release()
+        for key in reversed(self._locks):
+            _unlock(key)
         self._locks = []

@@ -1,12 +1,11 @@
 """The default state: in memory, recorded in the state database when there is a state directory.
 
 Promises: with a state directory (``JOBDIR/neardup`` by default) every URL key, kept document,
-duplicate, request and kept text is recorded in its database (:mod:`scrapy_neardup.storage.
-statedb`) as it happens, and committed before its item goes on to the feed exports; at start
-the Bloom filter and the index are rebuilt from it, so a crash (even SIGKILL) loses at most
-what a kill of the machine loses in one ``NEARDUP_FLUSH_INTERVAL``, and a kill of the process
-nothing that reached a feed. State that cannot be read stops the start with a StateError
-naming the file. Rationale: ``docs/design.md#state-directory``.
+duplicate, request and kept text is recorded in its database as it happens, and committed
+before its item goes on to the feed exports; at start the Bloom filter and the index are
+rebuilt from it, so a kill of the process loses nothing that reached a feed, and a kill of
+the machine at most one ``NEARDUP_FLUSH_INTERVAL``. State that cannot be read stops the start
+with a StateError naming the file. Rationale: ``docs/design.md#state-directory``.
 """
 
 from __future__ import annotations
@@ -71,8 +70,7 @@ def load_content(db: StateDB, dedup: Deduplicator, after: int = 0) -> deque[str]
     try:
         for rowid, head in db.heads():
             near = None
-            # "is not None": an empty Index is falsy (it has a __len__)
-            if head.near is not None and dedup.near is not None:
+            if head.near is not None and dedup.near is not None:  # an empty Index is falsy
                 near = dedup.near.method.decode(head.near)
             exact = dedup.exact.method.decode(head.exact)
             dedup.restore_head(head.key, Signed(exact, near, head.tokens))
@@ -188,12 +186,10 @@ class FileState(NearDupState):
         if self.directory is not None:
             self.directory.write(self.directory.db.put_text, key, text)
 
-    # -- URLs -----------------------------------------------------------------------------
-
     def key_seen(self, key: bytes, on_new: Callable[[bytes], None] | None = None) -> bool:
         db = self.db
         if self.urls.add(key):
-            if not self.confirm or db is None or self._confirm(db.has_key, key, True):
+            if not self.confirm or db is None or self._in_db(db, key):
                 return True
             # A Bloom false positive: without confirming, a page nobody fetched was dropped.
             self.inc("neardup/urls/false_positives")
@@ -204,9 +200,7 @@ class FileState(NearDupState):
             on_new(key)  # its request is recorded first: never a later commit than its key
         if db is not None:
             self._write(db.add_key, key)
-        # Counted here, added to the stats in bunches: a stats call per new URL was a tenth
-        # of the filter's time (bench_urlfilter.py).
-        self._recorded += 1
+        self._recorded += 1  # added to the stats in bunches: a call per URL costs (bench)
         if self._recorded >= RECORDED_BUNCH:
             self._count_recorded()
         return False
@@ -222,16 +216,15 @@ class FileState(NearDupState):
             self.inc("neardup/urls/recorded", self._recorded)
             self._recorded = 0
 
-    def _confirm(self, call: Callable[[Any], Any], arg: Any, failed: Any) -> Any:
-        """``call(arg)``, a read of the URL keys; ``failed`` when it meets damage opening could
-        not see. The crawl then goes on without confirming, trusting the Bloom filter as with
-        ``NEARDUP_URL_CONFIRM=False``: confirming is a safeguard against false positives, and
-        losing it must not stop every request (a write that meets the damage stops the
-        crawl, see StateDirectory.write)."""
+    def _in_db(self, db: StateDB, key: bytes) -> bool:
+        """Whether ``db`` has ``key``; True (the Bloom filter decides, as with
+        ``NEARDUP_URL_CONFIRM=False``) once nothing is recorded any more, or when the read
+        meets damage opening could not see: confirming is then off for the rest of the crawl,
+        since losing a safeguard must not stop every request."""
         if self.directory is not None and self.directory.failed is not None:
-            return failed  # nothing is recorded any more: the Bloom filter decides
+            return True
         try:
-            return call(arg)
+            return db.has_key(key)
         except StateError as exc:
             self.confirm = False
             self.inc("neardup/urls/confirm_errors")
@@ -240,17 +233,12 @@ class FileState(NearDupState):
                 "crawl, and the next start stops on this file until it is moved away",
                 exc,
             )
-            return failed
-
-    def _lshbloom(self) -> LSHBloomStore | None:
-        near = self.dedup.near
-        store = near.store if near is not None else None
-        return store if isinstance(store, LSHBloomStore) else None
+            return True
 
     def set_final_stats(self) -> None:
         super().set_final_stats()
-        lshbloom = self._lshbloom()
-        if lshbloom is not None and self.stats is not None:
+        lshbloom = self.dedup.near.store if self.dedup.near is not None else None
+        if isinstance(lshbloom, LSHBloomStore) and self.stats is not None:
             self.stats.set_value("neardup/lshbloom/unverified", lshbloom.unverified)
             self.stats.set_value("neardup/lshbloom/size_bytes", lshbloom.size_in_bytes)
 

@@ -42,13 +42,9 @@ def canonical(url: str, config: NearDupConfig) -> str:
 
 
 def request_key(request: Request, config: NearDupConfig, fingerprinter: Any = None) -> bytes:
-    """The 16 bytes the URL filter records for ``request``. Raises InvalidURL.
-
-    With Scrapy's own fingerprinter (or none), a GET without a body is its canonical URL (so
-    the key is the URL's fingerprint, shared with the redirect and ``rel=canonical`` checks);
-    anything else (a method, a body, a project's fingerprinter) is the fingerprinter's
-    answer for the request with its canonical URL.
-    """
+    """The 16 bytes the URL filter records for ``request``: for a GET without a body under
+    Scrapy's own fingerprinter (or none), its canonical URL's fingerprint; else the
+    fingerprinter's answer for the request with its canonical URL. Raises InvalidURL."""
     url = request.url
     if fingerprinter is None or (
         type(fingerprinter) is RequestFingerprinter and request.method == "GET" and not request.body

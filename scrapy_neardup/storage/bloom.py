@@ -46,9 +46,7 @@ class ScalableBloomFilter:
 
     A scalable Bloom filter (Almeida et al., 2007): a chain of rbloom filters, each new one
     ``growth`` times larger at ``tightening`` times the error rate (the first at ``error_rate
-    * (1 - tightening)``), so the compound rate stays below ``error_rate``. A fingerprint,
-    already a good 128-bit hash, is rbloom's hash as it is, an integer (``int.from_bytes(
-    fingerprint, "little", signed=True)``), since Python's ``hash()`` is salted per process.
+    * (1 - tightening)``). A fingerprint is rbloom's hash as it is, an integer.
     """
 
     def __init__(
@@ -66,7 +64,6 @@ class ScalableBloomFilter:
         self.error_rate = float(error_rate)
         self.growth = growth
         self.tightening = float(tightening)
-        self._count = 0
         self._stages: list[_Stage] = []
         self._blooms: list[Bloom] = []  # the stages' filters, for the lookup loop
         self._add_stage(capacity, self.error_rate * (1.0 - self.tightening))
@@ -94,7 +91,6 @@ class ScalableBloomFilter:
         stage = self._newest()
         stage.bloom.add(value)
         stage.count += 1
-        self._count += 1
         return False
 
     def update(self, values: Sequence[int]) -> None:
@@ -108,7 +104,6 @@ class ScalableBloomFilter:
             chunk = values[start : start + stage.capacity - stage.count]
             stage.bloom.update(chunk)
             stage.count += len(chunk)
-            self._count += len(chunk)
             start += len(chunk)
 
     def __contains__(self, fingerprint: bytes) -> bool:
@@ -117,7 +112,7 @@ class ScalableBloomFilter:
 
     def __len__(self) -> int:
         """Number of items added (lookups that found an item do not count)."""
-        return self._count
+        return sum(stage.count for stage in self._stages)
 
     @property
     def stages(self) -> int:

@@ -38,13 +38,11 @@ class LSHBloomStore:
         window: int = DEFAULT_WINDOW,
         error_rate: float = DEFAULT_ERROR_RATE,
     ) -> None:
-        if window < 2:
-            raise ValueError(f"the LSHBloom window must be at least 2 documents, got {window}")
         self._codec = codec
         self.window = window
         self.bloom = ScalableBloomFilter(FIRST_STAGE, error_rate)
         self._newer = MemoryBucketStore(codec=codec)
-        self._older: MemoryBucketStore | None = None
+        self._older = MemoryBucketStore(codec=codec)
         self._count = 0
         #: Documents kept although their bands were met before (no verified match in the
         #: window): copies of older pages, or the filter's false positives.
@@ -52,7 +50,7 @@ class LSHBloomStore:
         self._lock = threading.Lock()
 
     def _stores(self) -> list[MemoryBucketStore]:
-        return [s for s in (self._newer, self._older) if s is not None]
+        return [self._newer, self._older]
 
     def _query(self, query: Query) -> tuple[list[tuple[str, float]], bool]:
         """The matches, and whether any page of the window was a candidate at all."""

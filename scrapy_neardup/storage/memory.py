@@ -73,8 +73,7 @@ class _Growing:
 
 def _empty(size: int, dtype: Any) -> np.ndarray:
     """An uninitialised array; past ``MAPPED`` bytes in its own anonymous mapping, so freeing it
-    returns the memory. numpy's arrays of up to 32 MiB come from glibc's heap, where an outgrown
-    buffer or merged run leaves a hole that small allocations then pin."""
+    returns the memory (glibc's heap would keep a hole that small allocations then pin)."""
     nbytes = size * np.dtype(dtype).itemsize
     if nbytes < MAPPED:
         return np.empty(size, dtype=dtype)
@@ -283,8 +282,10 @@ class MemoryBucketStore:
         # Each candidate with the buckets it shares, in the order first met.
         hits = Counter(chain.from_iterable(self._postings.lookup(query.buckets, query.probe)))
         near = self._codec.hamming_key(query.signature) if self._codec is not None else None
-        if near is not None:
-            hits = Counter({doc: n for doc, n in hits.items() if not self._too_far(doc, near)})
+        if near is not None and self._codec is not None:  # too many bits away: rejected unread
+            far, fingerprints = self._codec.hamming_limit, self._hamming_keys.data
+            close = [doc for doc in hits if (int(fingerprints[doc]) ^ near).bit_count() <= far]
+            hits = Counter({doc: hits[doc] for doc in close})
         limit, strong = (None, 0) if self._codec is None else self._codec.checks
         for doc in best_first(hits, limit, strong):
             key = self._key_bytes(doc).decode()
@@ -299,10 +300,6 @@ class MemoryBucketStore:
             if not matches:
                 self._add(key, query.signature, query.buckets)
             return matches
-
-    def _too_far(self, doc: int, near: int) -> bool:
-        assert self._codec is not None  # it gave the keys
-        return (int(self._hamming_keys.data[doc]) ^ near).bit_count() > self._codec.hamming_limit
 
     def add(self, key: str, signature: Any, buckets: list[int]) -> None:
         with self._lock:

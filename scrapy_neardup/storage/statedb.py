@@ -15,8 +15,7 @@ import struct
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import fields
-from operator import attrgetter
+from dataclasses import astuple, fields
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,6 @@ RECENT = 1 << 16
 _HEAD_NAMES = [f.name for f in fields(HeadRecord)]
 _HEAD_FIELDS = ", ".join(_HEAD_NAMES)
 _INSERT_HEAD = f"insert into heads ({_HEAD_FIELDS}) values ({', '.join('?' for _ in _HEAD_NAMES)})"
-_head_row = attrgetter(*_HEAD_NAMES)
 #: A URL key as SQLite holds it: its 16 bytes as two signed 64-bit integers, the first the
 #: rowid (an insert costs two thirds of one keyed by a 16-byte blob).
 _KEY = struct.Struct("<qq")
@@ -47,7 +45,6 @@ class StateDB:
         self.path = Path(path)
         self.flush_interval = flush_interval
         self._db: sqlite3.Connection | None = None
-        self._temporary = False
         self._unsynced = False  # committed since the last checkpoint
         self._last_durable = time.monotonic()
         self._keys: dict[int, int] = {}  # URL keys not inserted yet: key -> rest
@@ -81,7 +78,6 @@ class StateDB:
         handle, name = tempfile.mkstemp(prefix="neardup-state-", suffix=".sqlite")
         os.close(handle)
         self = cls(Path(name), flush_interval)
-        self._temporary = True
         self._db = statefile.connect(self.path, pragmas=("journal_mode=memory", "synchronous=off"))
         self._db.executescript(statefile.SCHEMA)
         self.path.unlink()
@@ -125,9 +121,9 @@ class StateDB:
         if self.db.in_transaction:
             self._execute("commit")
             self._unsynced = True
-        if durable and self._unsynced and not self._temporary:
+        if durable and self._unsynced:
             self._unsynced = False
-            with contextlib.suppress(FileNotFoundError):  # nothing was written
+            with contextlib.suppress(FileNotFoundError):  # nothing written, or temporary
                 statefile.fsync(f"{self.path}-wal", os.O_NOFOLLOW)
         if durable:
             self._last_durable = time.monotonic()
@@ -234,7 +230,7 @@ class StateDB:
         self._write("delete from url_keys", [()])
 
     def add_head(self, record: HeadRecord) -> None:
-        self._write(_INSERT_HEAD, [_head_row(record)])
+        self._write(_INSERT_HEAD, [astuple(record)])
 
     def add_relation(self, kind: str, key: str, head: str, method: str, similarity: float) -> None:
         """A duplicate (``member``), or a kept document ``related`` or ``near`` to a head."""

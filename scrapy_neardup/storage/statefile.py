@@ -3,9 +3,8 @@
 Promises: the file holds our tables and nothing else (checked read-only before any write, so a
 crafted file runs no code), and is never followed through a symbolic link; a damaged,
 truncated or foreign file, or one of another format, stops the start with a
-:class:`StateError` naming it, left as it is. A new file is made whole and renamed into place,
-so a file without our schema is damage, not a first run. Rationale:
-``docs/design.md#state-database``.
+:class:`StateError` naming it, left as it is. A new file is made whole and renamed into place.
+Rationale: ``docs/design.md#state-database``.
 """
 
 from __future__ import annotations
@@ -128,8 +127,26 @@ def create(path: Path, meta: dict[str, str]) -> None:
 
 def check(path: Path) -> None:
     """Read the file through a read-only connection: SQLite's header and the length it says,
-    our schema exactly, this format, and every page of its tables readable (``count(*)``)."""
-    _check_size(path)
+    our schema exactly, this format, and every page of its tables readable (``count(*)``).
+    The length is checked when the WAL is empty: after a kill it may hold the pages counted."""
+    wal = Path(f"{path}-wal")
+    with path.open("rb") as fh:
+        header = fh.read(100)
+        size = os.fstat(fh.fileno()).st_size
+    if len(header) < 100:
+        raise StateError(f"truncated: {size} bytes, no database header", path=str(path))
+    if not header.startswith(b"SQLite format 3\0"):  # read even where the WAL has page 1
+        raise StateError("file is not a database (its header is not SQLite's)", path=str(path))
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    valid = header[24:28] == header[92:96]  # the header's page count is current
+    if valid and size < pages * page_size and not (wal.exists() and wal.stat().st_size):
+        raise StateError(
+            f"truncated: {size} bytes, its header counts {pages} pages of {page_size} "
+            "bytes; it was left as it is (restore it, or start a new JOBDIR)",
+            path=str(path),
+        )
     with sqlite_errors(path), contextlib.closing(connect(path, read_only=True)) as db:
         rows = set(db.execute(_SCHEMA_SQL))
         meta = any(row[1] == "meta" for row in rows)
@@ -152,26 +169,3 @@ def check(path: Path) -> None:
             )
         for table in TABLES:
             db.execute(f"select count(*) from {table}").fetchone()
-
-
-def _check_size(path: Path) -> None:
-    """A file that is not SQLite's, or shorter than its header says (truncated; checked when
-    the WAL is empty: after a kill it may hold the pages the header counts)."""
-    wal = Path(f"{path}-wal")
-    with path.open("rb") as fh:
-        header = fh.read(100)
-        size = os.fstat(fh.fileno()).st_size
-    if len(header) < 100:
-        raise StateError(f"truncated: {size} bytes, no database header", path=str(path))
-    if not header.startswith(b"SQLite format 3\0"):  # read even where the WAL has page 1
-        raise StateError("file is not a database (its header is not SQLite's)", path=str(path))
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    valid = header[24:28] == header[92:96]  # the header's page count is current
-    if valid and size < pages * page_size and not (wal.exists() and wal.stat().st_size):
-        raise StateError(
-            f"truncated: {size} bytes, its header counts {pages} pages of {page_size} "
-            "bytes; it was left as it is (restore it, or start a new JOBDIR)",
-            path=str(path),
-        )
