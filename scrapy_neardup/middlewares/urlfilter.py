@@ -49,16 +49,14 @@ def find_canonical(response: Response) -> str | None:
     if head_end is not None:
         end = head_end.start()
     for tag in _LINK_RE.findall(body, 0, end):
-        if _CANONICAL_RE.search(tag):
-            href = _HREF_RE.search(tag)
-            if href:
-                raw = next(g for g in href.groups() if g is not None).strip()
-                if raw:
-                    text = raw.decode(response.encoding or "utf-8", errors="replace")
-                    try:
-                        return safe_url_string(response.urljoin(text))
-                    except ValueError:  # "http://[bad", a port out of range: no canonical
-                        return None
+        href = _HREF_RE.search(tag) if _CANONICAL_RE.search(tag) else None
+        raw = (href[1] or href[2] or href[3] or b"").strip() if href else b""
+        if raw:
+            text = raw.decode(response.encoding or "utf-8", errors="replace")
+            try:
+                return safe_url_string(response.urljoin(text))
+            except ValueError:  # "http://[bad", a port out of range: no canonical
+                return None
     return None
 
 
@@ -118,15 +116,6 @@ class UrlFilterMiddleware:
             self.state.inc("neardup/urls/invalid")
             return None
 
-    def _seen(self, request: Request, url: str | None = None) -> bool | None:
-        """Test-and-set of ``request`` (at ``url`` when given); None for an invalid URL."""
-        key = self._key(request, url)
-        return None if key is None else self.state.key_seen(key)
-
-    async def _seen_async(self, request: Request, url: str | None = None) -> bool | None:
-        key = self._key(request, url)
-        return None if key is None else await self.state.key_seen_async(key)
-
     def _filtered(self, request: Request) -> IgnoreRequest:
         self.state.inc("neardup/urls/filtered")
         return IgnoreRequest(f"scrapy-neardup: URL already seen: {request.url}")
@@ -144,14 +133,17 @@ class UrlFilterMiddleware:
             return None
         self.state.open()
         request.meta[CHECKED_META] = request.url
+        key = self._key(request)
+        if key is None:
+            return None
         if self.remote:
-            return self._check_request(request)
-        if self._seen(request):
+            return self._check_request(request, key)
+        if self.state.key_seen(key):
             raise self._filtered(request)
         return None
 
-    async def _check_request(self, request: Request) -> None:
-        if await self._seen_async(request):
+    async def _check_request(self, request: Request, key: bytes) -> None:
+        if await self.state.key_seen_async(key):
             raise self._filtered(request)
 
     async def _settle_late(self, request: Request) -> None:
@@ -169,13 +161,15 @@ class UrlFilterMiddleware:
         if self.remote:
             return self._check_response(request, response)
         for url, stat, message, drops in self._response_checks(request, response):
-            if self._seen(request, url) and drops:
+            key = self._key(request, url)
+            if key is not None and self.state.key_seen(key) and drops:
                 raise self._ignore(request, stat, message)
         return response
 
     async def _check_response(self, request: Request, response: Response) -> Response:
         for url, stat, message, drops in self._response_checks(request, response):
-            if await self._seen_async(request, url) and drops:
+            key = self._key(request, url)
+            if key is not None and await self.state.key_seen_async(key) and drops:
                 raise self._ignore(request, stat, message)
         return response
 
@@ -199,11 +193,12 @@ class UrlFilterMiddleware:
             )
         if self.check_canonical and 200 <= response.status < 300:
             canonical = find_canonical(response)
-            if canonical and not _same_site(canonical, response.url):
+            if canonical and site_of(canonical) != site_of(response.url):
                 # Another site's URL is a claim this page cannot make good on: a copied
                 # template keeps its original's canonical, and trusting it would drop every
                 # page built on that template, and mark the other site's page as crawled.
-                # The content check still catches real reprints.
+                # The content check still catches real reprints. One site is one registered
+                # domain (public suffix list), or one host where there is none.
                 self.state.inc("neardup/urls/canonical_other_site")
             elif canonical and self._canonical_differs(canonical, requested):
                 # A canonical pointing at the site root is a common misconfiguration; trusting
@@ -220,12 +215,6 @@ class UrlFilterMiddleware:
             return self.state.canonical(url) != requested
         except InvalidURL:
             return False
-
-
-def _same_site(url: str, other: str) -> bool:
-    """One registered domain (public suffix list), or one host where there is none (an IP
-    address, ``localhost``); the port does not matter."""
-    return site_of(url) == site_of(other)
 
 
 def _is_root(url: str) -> bool:
