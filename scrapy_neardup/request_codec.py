@@ -196,8 +196,8 @@ def _encode(obj: Any, any_float: bool = False) -> Any:
     for base, tag in _SEQUENCES:
         if isinstance(obj, base):
             return {tag: [_encode(v, any_float) for v in obj]}
-    for base, plain in _BASES:
-        if isinstance(obj, base):
+    for builtin, plain in _BASES:
+        if isinstance(obj, builtin):
             return _encode(plain(obj), any_float)
     if isinstance(obj, datetime.datetime):
         zone = _zone_key(obj.tzinfo)
