@@ -38,9 +38,7 @@ class NearDupDupeFilter(RFPDupeFilter):
         self.state = state
         #: A subclass that overrides ``request_fingerprint()`` (deprecated in Scrapy, still
         #: honoured by it) decides what a request is.
-        legacy = getattr(self, "_legacy_fingerprint", None)  # Scrapy 2.14+ sets it
-        if legacy is None:  # Scrapy 2.13 calls an overridden request_fingerprint() too
-            legacy = method_is_overridden(type(self), RFPDupeFilter, "request_fingerprint")
+        legacy = method_is_overridden(type(self), RFPDupeFilter, "request_fingerprint")
         self._legacy = _LegacyFingerprinter(self) if legacy else None
 
     @classmethod

@@ -107,11 +107,6 @@ class Frontier:
         db.checkpoint()  # in the file itself: a lost WAL must never make it "closed" again
         self._open = True
 
-    def open(self) -> None:
-        """:meth:`read`, then :meth:`start`."""
-        self.read()
-        self.start()
-
     def recover(self, spider: Any) -> list[Request]:
         """The requests to schedule again after a crash (once; empty after a clean close)."""
         pending, self.pending = self.pending, {}  # after a clean close: in Scrapy's own queue

@@ -62,7 +62,8 @@ def frontier_at(directory: Path, flush_interval: float = 0, stats: Any = None) -
     db.open({})
     db.start_writing()
     frontier = Frontier(db, stats)
-    frontier.open()
+    frontier.read()
+    frontier.start()
     return frontier
 
 
