@@ -227,12 +227,10 @@ class Frontier:
     def done(self, request: Request) -> None:
         """The request's response went through the spider, and its items through the
         pipelines; its row goes at the next :meth:`sync` (at once with a flush interval of 0)."""
-        fp = request.meta.get(FRONTIER_META)
-        if fp:
-            self.done_hex(fp)
+        self.done_hex(request.meta.get(FRONTIER_META))
 
-    def done_hex(self, fp: str) -> None:
-        """:meth:`done` of the request of hex fingerprint ``fp``."""
+    def done_hex(self, fp: str | None) -> None:
+        """:meth:`done` of the request of hex fingerprint ``fp`` (None: not recorded)."""
         raw = _raw_fp(fp)
         if raw is None or raw in self._pinned:  # pinned: it yielded an unrecorded request
             return

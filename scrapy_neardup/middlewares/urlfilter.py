@@ -41,8 +41,7 @@ def find_canonical(response: Response) -> str | None:
     """
     if not isinstance(response, TextResponse):
         return None
-    # Searched in place, with an end position: a lowercased copy of the head would be most of
-    # this function's time (bench/bench_crawl.py).
+    # Searched in place, with an end position: a lowercased copy would cost most of the time.
     body = response.body
     end = min(len(body), _HEAD_BYTES)
     head_end = _HEAD_END_RE.search(body, 0, end)
@@ -229,15 +228,12 @@ LINK_BATCH = 1000
 class LinkBatchMiddleware:
     """With a shared state (Redis): the links of a response checked in one round trip.
 
-    The dupefilter gets one request at a time: over Redis a round trip per link, on the
-    reactor thread. Next to the engine (order 5: after every middleware that may still drop
-    a request), this holds the requests of a spider output back until an item or the output's
-    end (at most :data:`LINK_BATCH`, keeping its order), test-and-sets their keys in one call
-    off the reactor thread, and leaves each answer in its request for the dupefilter, which
-    still filters. ``dont_filter`` and ``neardup_skip`` requests are left alone; in an outage
+    Holds the requests of a spider output back until an item or the output's end (at most
+    :data:`LINK_BATCH`, keeping its order), test-and-sets their keys in one call off the
+    reactor thread, and leaves each answer in its request for the dupefilter, which still
+    filters. ``dont_filter`` and ``neardup_skip`` requests are left alone; in an outage
     requests go on unanswered. Off (NotConfigured) with a local state, and unless
-    :func:`_takes_answers` (another ``DUPEFILTER_CLASS``: UrlFilterMiddleware checks each
-    request).
+    :func:`_takes_answers`. Rationale: ``docs/design.md#url-filter-in-redis``.
     """
 
     def __init__(self, state: NearDupState) -> None:
@@ -262,19 +258,16 @@ class LinkBatchMiddleware:
                 held.append(obj)
                 if len(held) < LINK_BATCH:
                     continue
-            if held:
-                await self._answer(held)
-                for request in held:
-                    yield request
-                held = []
+            for request in await self._answer(held):
+                yield request
+            held = []
             if not isinstance(obj, Request):
                 yield obj
-        if held:
-            await self._answer(held)
-            for request in held:
-                yield request
+        for request in await self._answer(held):
+            yield request
 
-    async def _answer(self, requests: list[Request]) -> None:
+    async def _answer(self, requests: list[Request]) -> list[Request]:
+        """``requests``, each of those asked left with its answer."""
         asked: list[Request] = []
         keys: list[bytes] = []
         for request in requests:
@@ -287,7 +280,7 @@ class LinkBatchMiddleware:
                 continue  # left to the dupefilter, which counts or raises it as before
             asked.append(request)
         if not keys:
-            return
+            return requests
         # Redis records the URLs as it answers: their requests are recorded first (see
         # NearDupDupeFilter._seen_remote), and let go when seen.
         frontier = self.state.frontier
@@ -300,15 +293,16 @@ class LinkBatchMiddleware:
             answers = await self.state.keys_seen(keys)
         except Exception:  # not a Redis error (those are an outage): a bug, say so
             logger.exception("scrapy-neardup: the links of a page could not be checked at once")
-            return  # the dupefilter checks each: no request is lost
+            return requests  # the dupefilter checks each: no request is lost
         if answers is None:
-            return
+            return requests
         for request, seen in zip(asked, answers, strict=True):
             request.meta[ANSWERED_META] = (request.url, seen)
         for key, seen, was_held in zip(keys, answers, held, strict=True):
             if seen and was_held:
                 frontier.release(key)
         self.state.inc("neardup/urls/batched", len(asked))
+        return requests
 
 
 #: The dupefilter that takes the answers LinkBatchMiddleware leaves in requests.
