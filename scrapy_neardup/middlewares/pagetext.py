@@ -155,14 +155,11 @@ class PageTextMiddleware:
         extractor = self.state.extractor
         digest, found = extractor.cached(body)
         pending = PendingPage(self.state, response.url, digest)
-        if found is not None:
+        pending.found = found
+        if found is None:  # a copy of a page being read now: its reading, once
+            pending.future = extractor.in_flight(digest)
+        if found is not None or pending.future is not None:
             self.state.inc("neardup/extract/cache_hit")
-            pending.found = found
-            return pending
-        running = extractor.in_flight(digest)
-        if running is not None:  # a copy of a page being read now: its reading, once
-            self.state.inc("neardup/extract/cache_hit")
-            pending.future = running
             return pending
         try:
             pending.future = extractor.submit_extract(body, response.url, response.encoding)
