@@ -128,9 +128,7 @@ class NearDupDupeFilter(RFPDupeFilter):
         """A shared filter (Redis) records the URL as it answers, so the request is recorded
         and committed first, and let go when the answer is "seen" (a kill in between costs
         one fetch again, never a request)."""
-        held = frontier.hold(request, key)
-        if held:
-            frontier.commit()
+        (held,) = frontier.hold([request], [key])
         seen = self.state.key_seen(key)
         if seen and (held or request.meta.get(FRONTIER_META) == key.hex()):
             frontier.release(key)  # held by LinkBatchMiddleware, which got no answer

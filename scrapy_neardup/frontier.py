@@ -12,6 +12,7 @@ state does) nor write feed files. Rationale: ``docs/design.md#frontier``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy_neardup.exceptions import StateError
@@ -153,24 +154,24 @@ class Frontier:
         if previous and previous != hex_fp:
             self.done_hex(previous)
 
-    def hold(self, request: Request, fingerprint: bytes) -> bool:
-        """Record ``request`` before a shared URL filter (Redis) says whether it is new, and
-        :meth:`commit` it before asking (Redis records the URL as it answers); :meth:`release`
-        it when the answer is "seen". False (nothing recorded) when it is pending already."""
-        if fingerprint in self._live or fingerprint in self._done:
-            return False
-        self.schedule(request, fingerprint)
-        return True
+    def hold(self, requests: Sequence[Request], fingerprints: Sequence[bytes]) -> list[bool]:
+        """Record and commit (not fsynced) ``requests`` before a shared URL filter (Redis)
+        says whether they are new, since Redis records a URL as it answers; :meth:`release`
+        one when the answer is "seen". False (nothing recorded) for one pending already."""
+        held = []
+        for request, fingerprint in zip(requests, fingerprints, strict=True):
+            held.append(fingerprint not in self._live and fingerprint not in self._done)
+            if held[-1]:
+                self.schedule(request, fingerprint)
+        if any(held):
+            self.db.commit()
+        return held
 
     def release(self, fingerprint: bytes) -> None:
         """The shared filter had the request held: it is not crawled, its row goes."""
         seq = self._live.pop(fingerprint, None)
         if seq is not None:
             self.db.drop_requests([seq])
-
-    def commit(self) -> None:
-        """Commit the requests recorded (not fsynced: what a kill must not lose)."""
-        self.db.commit()
 
     def _unjournaled(self, request: Request, fingerprint: bytes, exc: Exception) -> None:
         """``request`` cannot be journaled: the request whose response yielded it stays

@@ -284,11 +284,7 @@ class LinkBatchMiddleware:
         # Redis records the URLs as it answers: their requests are recorded first (see
         # NearDupDupeFilter._seen_remote), and let go when seen.
         frontier = self.state.frontier
-        held = [False] * len(keys)
-        if frontier is not None:
-            held = [frontier.hold(r, k) for r, k in zip(asked, keys, strict=True)]
-            if any(held):
-                frontier.commit()
+        held = [False] * len(keys) if frontier is None else frontier.hold(asked, keys)
         try:
             answers = await self.state.keys_seen(keys)
         except Exception:  # not a Redis error (those are an outage): a bug, say so
