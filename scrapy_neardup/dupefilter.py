@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.deprecate import method_is_overridden
 
+from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.meta import ANSWERED_META, CHECKED_META, FRONTIER_META, RECOVERED_META
-from scrapy_neardup.state import NearDupState, crawl_state
+from scrapy_neardup.state import NearDupState, crawl_state, state_class
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -64,9 +65,6 @@ class NearDupDupeFilter(RFPDupeFilter):
         ``fingerprinter`` (as Scrapy 2.13's ``RFPDupeFilter.from_settings`` takes it), else
         Scrapy's default one, no stats. In a crawl, :meth:`from_crawler` shares the crawler's
         state with the other components instead."""
-        from scrapy_neardup.config import NearDupConfig
-        from scrapy_neardup.state import state_class
-
         config = NearDupConfig.from_settings(settings)
         debug = settings.getbool("DUPEFILTER_DEBUG") or config.debug
         return cls(state_class(config.storage)(config), debug, fingerprinter=fingerprinter)

@@ -42,10 +42,9 @@ class FrontierMiddleware:
     schedules again, at start, the requests a crashed run had queued.
 
     A request is done when its spider output was consumed to the end and every item in it
-    was scraped, dropped or failed; the frontier writes it done once the items are durable in
-    the feed files. Next to the engine (order 10), it sees the spider's final output. An item
-    ends one reactor turn after its signal, when the FeedExporter's own ``item_scraped``
-    handler has written it, whatever the handlers' order.
+    was scraped, dropped or failed (one reactor turn after its signal, when the feed exports
+    have written it); the frontier writes it done once the items are durable in the feed
+    files. Next to the engine (order 10). Rationale: ``docs/design.md#frontier``.
     """
 
     def __init__(self, state: NearDupState, crawler: Crawler) -> None:
