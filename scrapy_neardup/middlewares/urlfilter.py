@@ -292,9 +292,8 @@ class LinkBatchMiddleware:
             return requests  # the dupefilter checks each: no request is lost
         if answers is None:
             return requests
-        for request, seen in zip(asked, answers, strict=True):
+        for request, key, seen, was_held in zip(asked, keys, answers, held, strict=True):
             request.meta[ANSWERED_META] = (request.url, seen)
-        for key, seen, was_held in zip(keys, answers, held, strict=True):
             if seen and was_held:
                 frontier.release(key)
         self.state.inc("neardup/urls/batched", len(asked))
