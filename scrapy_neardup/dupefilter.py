@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.deprecate import method_is_overridden
 
+from scrapy_neardup.config import NearDupConfig
 from scrapy_neardup.exceptions import InvalidURL
 from scrapy_neardup.meta import ANSWERED_META, CHECKED_META, FRONTIER_META, RECOVERED_META
-from scrapy_neardup.state import NearDupState, crawl_state
+from scrapy_neardup.state import NearDupState, crawl_state, state_class
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -38,9 +39,7 @@ class NearDupDupeFilter(RFPDupeFilter):
         self.state = state
         #: A subclass that overrides ``request_fingerprint()`` (deprecated in Scrapy, still
         #: honoured by it) decides what a request is.
-        legacy = getattr(self, "_legacy_fingerprint", None)  # Scrapy 2.14+ sets it
-        if legacy is None:  # Scrapy 2.13 calls an overridden request_fingerprint() too
-            legacy = method_is_overridden(type(self), RFPDupeFilter, "request_fingerprint")
+        legacy = method_is_overridden(type(self), RFPDupeFilter, "request_fingerprint")
         self._legacy = _LegacyFingerprinter(self) if legacy else None
 
     @classmethod
@@ -66,9 +65,6 @@ class NearDupDupeFilter(RFPDupeFilter):
         ``fingerprinter`` (as Scrapy 2.13's ``RFPDupeFilter.from_settings`` takes it), else
         Scrapy's default one, no stats. In a crawl, :meth:`from_crawler` shares the crawler's
         state with the other components instead."""
-        from scrapy_neardup.config import NearDupConfig
-        from scrapy_neardup.state import state_class
-
         config = NearDupConfig.from_settings(settings)
         debug = settings.getbool("DUPEFILTER_DEBUG") or config.debug
         return cls(state_class(config.storage)(config), debug, fingerprinter=fingerprinter)
@@ -130,9 +126,7 @@ class NearDupDupeFilter(RFPDupeFilter):
         """A shared filter (Redis) records the URL as it answers, so the request is recorded
         and committed first, and let go when the answer is "seen" (a kill in between costs
         one fetch again, never a request)."""
-        held = frontier.hold(request, key)
-        if held:
-            frontier.commit()
+        (held,) = frontier.hold([request], [key])
         seen = self.state.key_seen(key)
         if seen and (held or request.meta.get(FRONTIER_META) == key.hex()):
             frontier.release(key)  # held by LinkBatchMiddleware, which got no answer

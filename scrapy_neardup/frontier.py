@@ -12,6 +12,7 @@ state does) nor write feed files. Rationale: ``docs/design.md#frontier``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy_neardup.exceptions import StateError
@@ -107,11 +108,6 @@ class Frontier:
         db.checkpoint()  # in the file itself: a lost WAL must never make it "closed" again
         self._open = True
 
-    def open(self) -> None:
-        """:meth:`read`, then :meth:`start`."""
-        self.read()
-        self.start()
-
     def recover(self, spider: Any) -> list[Request]:
         """The requests to schedule again after a crash (once; empty after a clean close)."""
         pending, self.pending = self.pending, {}  # after a clean close: in Scrapy's own queue
@@ -158,24 +154,24 @@ class Frontier:
         if previous and previous != hex_fp:
             self.done_hex(previous)
 
-    def hold(self, request: Request, fingerprint: bytes) -> bool:
-        """Record ``request`` before a shared URL filter (Redis) says whether it is new, and
-        :meth:`commit` it before asking (Redis records the URL as it answers); :meth:`release`
-        it when the answer is "seen". False (nothing recorded) when it is pending already."""
-        if fingerprint in self._live or fingerprint in self._done:
-            return False
-        self.schedule(request, fingerprint)
-        return True
+    def hold(self, requests: Sequence[Request], fingerprints: Sequence[bytes]) -> list[bool]:
+        """Record and commit (not fsynced) ``requests`` before a shared URL filter (Redis)
+        says whether they are new, since Redis records a URL as it answers; :meth:`release`
+        one when the answer is "seen". False (nothing recorded) for one pending already."""
+        held = []
+        for request, fingerprint in zip(requests, fingerprints, strict=True):
+            held.append(fingerprint not in self._live and fingerprint not in self._done)
+            if held[-1]:
+                self.schedule(request, fingerprint)
+        if any(held):
+            self.db.commit()
+        return held
 
     def release(self, fingerprint: bytes) -> None:
         """The shared filter had the request held: it is not crawled, its row goes."""
         seq = self._live.pop(fingerprint, None)
         if seq is not None:
             self.db.drop_requests([seq])
-
-    def commit(self) -> None:
-        """Commit the requests recorded (not fsynced: what a kill must not lose)."""
-        self.db.commit()
 
     def _unjournaled(self, request: Request, fingerprint: bytes, exc: Exception) -> None:
         """``request`` cannot be journaled: the request whose response yielded it stays
@@ -232,12 +228,10 @@ class Frontier:
     def done(self, request: Request) -> None:
         """The request's response went through the spider, and its items through the
         pipelines; its row goes at the next :meth:`sync` (at once with a flush interval of 0)."""
-        fp = request.meta.get(FRONTIER_META)
-        if fp:
-            self.done_hex(fp)
+        self.done_hex(request.meta.get(FRONTIER_META))
 
-    def done_hex(self, fp: str) -> None:
-        """:meth:`done` of the request of hex fingerprint ``fp``."""
+    def done_hex(self, fp: str | None) -> None:
+        """:meth:`done` of the request of hex fingerprint ``fp`` (None: not recorded)."""
         raw = _raw_fp(fp)
         if raw is None or raw in self._pinned:  # pinned: it yielded an unrecorded request
             return

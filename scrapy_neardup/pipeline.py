@@ -117,13 +117,9 @@ class NearDupPipeline:
         state.inc(f"neardup/duplicates/{verdict.method}")
         self._log(verdict)
         if config.action == "tag":
-            self._set_fields(
-                adapter,
-                {
-                    config.duplicate_of_field: verdict.duplicate_of,
-                    config.similarity_field: round(verdict.similarity, 4),
-                },
-            )
+            fields: dict[str, Any] = {config.duplicate_of_field: verdict.duplicate_of}
+            fields[config.similarity_field] = round(verdict.similarity, 4)
+            self._set_fields(adapter, fields)
             state.inc("neardup/items/tagged")
             return item
         state.inc("neardup/items/dropped")

@@ -30,18 +30,16 @@ from scrapy.utils.request import request_from_dict
 
 from scrapy_neardup.meta import INTERNAL_META
 
-_TAGS = frozenset(
-    (
-        "__bytes__", "__tuple__", "__set__", "__frozenset__", "__dict__", "__item__",
-        "__datetime__", "__date__", "__time__", "__timedelta__", "__decimal__", "__uuid__",
-        "__dataclass__", "__attrs__",
-    )
-)  # fmt: skip
 # JSON's own values: written as they are, without a call (most of a request is these).
 _SCALARS = frozenset((str, int, bool, type(None)))
 _CONTAINERS = frozenset((dict, list))
 # Containers written as a tagged list (a subclass as its base: a named tuple as a tuple).
 _SEQUENCES = ((tuple, "__tuple__"), (frozenset, "__frozenset__"), (set, "__set__"))
+#: Subclasses of JSON's types, and how each becomes a plain value of its base (never by its
+#: own ``__str__``: a ``(str, Enum)`` member is its value). Bool cannot be subclassed.
+_BASES: tuple[tuple[type, Callable[[Any], Any]], ...] = (
+    (float, float.__float__), (str, str.__str__), (int, int.__int__), (dict, dict), (list, list),
+)  # fmt: skip
 #: What :func:`_plain_to_json` reads of a request, in one call: Scrapy's slots, the lazy
 #: parts (headers, cookies, flags, keyword arguments) last, None until first accessed.
 _PLAIN_FIELDS = operator.attrgetter(
@@ -143,14 +141,11 @@ def _method_name(func: Any, spider: Any) -> str | None:
 def _to_dict(request: Request, spider: Any) -> dict[str, Any]:
     """``request.to_dict(spider=spider)``, without its search of the spider's members
     (``inspect.getmembers``) where a callback is the spider's method of its own name."""
-    names: list[Any] = []  # a method's name, else the callback as given (None, a str)
-    for func in (request.callback, request.errback):
-        if not callable(func):
-            names.append(func)
-        elif (name := _method_name(func, spider)) is not None:
-            names.append(name)
-        else:
-            return request.to_dict(spider=spider)
+    funcs = (request.callback, request.errback)
+    # a method's name, else the callback as given (None, a str)
+    names = [_method_name(func, spider) if callable(func) else func for func in funcs]
+    if any(name is None and func is not None for func, name in zip(funcs, names, strict=True)):
+        return request.to_dict(spider=spider)
     data: dict[str, Any] = {"url": request.url, "callback": names[0], "errback": names[1]}
     data["headers"] = dict(request.headers)
     for attr in request.attributes:
@@ -201,16 +196,9 @@ def _encode(obj: Any, any_float: bool = False) -> Any:
     for base, tag in _SEQUENCES:
         if isinstance(obj, base):
             return {tag: [_encode(v, any_float) for v in obj]}
-    if isinstance(obj, float):
-        return _encode(float.__float__(obj), any_float)
-    if isinstance(obj, str):
-        return str.__str__(obj)  # a plain str of the same characters
-    if isinstance(obj, int):  # bool cannot be subclassed: an int subclass
-        return int.__int__(obj)
-    if isinstance(obj, dict):
-        return _encode(dict(obj), any_float)
-    if isinstance(obj, list):
-        return _encode(list(obj), any_float)
+    for builtin, plain in _BASES:
+        if isinstance(obj, builtin):
+            return _encode(plain(obj), any_float)
     if isinstance(obj, datetime.datetime):
         zone = _zone_key(obj.tzinfo)
         if zone is None and not obj.fold:
@@ -340,6 +328,7 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "__decimal__": lambda value: decimal.Decimal(_text(value)),
     "__uuid__": lambda value: uuid.UUID(_text(value)),
 }
+_TAGS = frozenset((*_DECODERS, "__item__", "__dataclass__", "__attrs__"))
 
 
 def _decode_item(tag: str, value: Any) -> Any:

@@ -1,15 +1,10 @@
 """A crawl that cannot start says why in one line, and ``scrapy crawl`` exits with 1.
 
-An exception raised while Scrapy builds a crawler's components (``from_crawler``, an add-on's
-``update_settings``) or opens its spider fails Scrapy's crawl task: Scrapy sets its exit
-code, and asyncio (or Twisted, for the Deferred of ``CrawlerProcess``) then logs "Task
-exception was never retrieved" (or "Unhandled error in Deferred") with a traceback through
-Scrapy's internals around the message. For the errors this package raises on purpose at start
-(:class:`~scrapy_neardup.exceptions.ConfigError`, ``StateError``, ``StorageError``) the
-message is the whole story: :func:`refuse_start` logs it once as an ERROR, and the traceback
-asyncio or Twisted would log for that same exception is left out (by a filter on their
-loggers from the refusal until that record, then removed). The exception still
-propagates, so nothing starts and the exit code is Scrapy's own for a failed start.
+For the errors this package raises on purpose at start (``ConfigError``, ``StateError``,
+``StorageError``) :func:`refuse_start` logs the message once as an ERROR and leaves out the
+traceback asyncio or Twisted would log for that same exception (a filter on their loggers
+from the refusal until that record, then removed). The exception still propagates, so
+nothing starts. Rationale: ``docs/design.md#start-errors``.
 """
 
 from __future__ import annotations

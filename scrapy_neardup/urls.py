@@ -119,13 +119,13 @@ def _w3lib_canonical(
         raise InvalidURL(url, str(exc) or type(exc).__name__) from None
     if "%" in url and _STRAY_PERCENT.search(url):
         out = _settle(url, out)
-    port: str | None  # the scheme's default port, removed from the URL
-    if out.startswith("https://"):  # the common cases first
-        port, path = ":443", out.find("/", 8)
-    elif out.startswith("http://"):
-        port, path = ":80", out.find("/", 7)
-    else:
-        port, path = _scheme_and_path(url, out)
+    colon = out.find(":")
+    if colon < 1 or not _SCHEME_RE.fullmatch(out, 0, colon):
+        raise InvalidURL(url, "no scheme (a relative URL must be joined to its page URL first)")
+    port: str | None = None  # the scheme's default port, removed from the URL
+    path = colon + 1  # where the path starts
+    if out.startswith("//", colon + 1):  # w3lib always writes a path after the authority
+        port, path = _DEFAULT_PORTS.get(out[:colon]), out.find("/", colon + 3)
     if port is not None and out.endswith(port, 0, path):
         out = out[: path - len(port)] + out[path:]
         path -= len(port)
@@ -207,17 +207,6 @@ def _settle(url: str, out: str) -> str:
             return out
         out = again
     raise InvalidURL(url, "its percent-encoding does not settle")
-
-
-def _scheme_and_path(url: str, out: str) -> tuple[str | None, int]:
-    """Default port of the scheme of canonical ``out`` and where its path starts."""
-    colon = out.find(":")
-    if colon < 1 or not _SCHEME_RE.fullmatch(out, 0, colon):
-        raise InvalidURL(url, "no scheme (a relative URL must be joined to its page URL first)")
-    if out.startswith("//", colon + 1):
-        # w3lib always writes a path after the authority, at least "/"
-        return _DEFAULT_PORTS.get(out[:colon]), out.find("/", colon + 3)
-    return None, colon + 1
 
 
 def _clean(

@@ -62,7 +62,8 @@ def frontier_at(directory: Path, flush_interval: float = 0, stats: Any = None) -
     db.open({})
     db.start_writing()
     frontier = Frontier(db, stats)
-    frontier.open()
+    frontier.read()
+    frontier.start()
     return frontier
 
 
@@ -121,7 +122,7 @@ def test_done_is_written_at_the_next_sync_only(tmp_path) -> None:
     for req, fp in done:
         frontier.schedule(req, fp)
         frontier.done(req)
-    frontier.commit()
+    frontier.db.commit()
     assert len(committed(tmp_path)) == 3000
     frontier.sync()
     assert committed(tmp_path) == []
@@ -263,7 +264,7 @@ def test_feed_lines_are_durable_before_the_done_records(tmp_path, monkeypatch) -
 
     req, fp = request(1)
     frontier.schedule(req, fp)
-    frontier.commit()
+    frontier.db.commit()
     exporter.item_scraped({"url": req.url}, crawler.spider)  # Scrapy's own handler
     frontier.done(req)
     assert feed.read_bytes() == b""  # in the feed's buffer: a SIGKILL now loses it ...
@@ -343,7 +344,7 @@ def test_the_periodic_sync_writes_done_requests_of_an_idle_crawl(tmp_path) -> No
     state_dir = tmp_path / "job" / "neardup"
     req, fp = request(1)
     state.frontier.schedule(req, fp)
-    state.frontier.commit()
+    state.frontier.db.commit()
     crawler.get_extension(FeedExporter).item_scraped({"url": req.url}, crawler.spider)
     state.frontier.done(req)
     clock.advance(0.9)

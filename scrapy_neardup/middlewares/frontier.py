@@ -42,10 +42,9 @@ class FrontierMiddleware:
     schedules again, at start, the requests a crashed run had queued.
 
     A request is done when its spider output was consumed to the end and every item in it
-    was scraped, dropped or failed; the frontier writes it done once the items are durable in
-    the feed files. Next to the engine (order 10), it sees the spider's final output. An item
-    ends one reactor turn after its signal, when the FeedExporter's own ``item_scraped``
-    handler has written it, whatever the handlers' order.
+    was scraped, dropped or failed (one reactor turn after its signal, when the feed exports
+    have written it); the frontier writes it done once the items are durable in the feed
+    files. Next to the engine (order 10). Rationale: ``docs/design.md#frontier``.
     """
 
     def __init__(self, state: NearDupState, crawler: Crawler) -> None:
@@ -79,15 +78,20 @@ class FrontierMiddleware:
                 else:
                     waiting.append(request)
         schemes = set(WEB_SCHEMES)
-        check = _StartCheck(self.state) if self._shared_and_fresh() else None
+        checking = self._shared_and_fresh()
+        known = 0  # start requests found in the shared filter: all of those checked so far
         async for obj in start:
             if isinstance(obj, Request):
                 schemes.add(urlparse_cached(obj).scheme)
-                if check is not None:
-                    await check.see(obj)
+                if checking and known < START_CHECKED:
+                    answer = await self._start_known(obj)
+                    checking = answer is not False
+                    known += bool(answer)
+                    if known == START_CHECKED:
+                        self._warn_start_known()
             yield obj
-        if check is not None:
-            check.done()
+        if checking and 0 < known < START_CHECKED:
+            self._warn_start_known()
         for request in waiting:
             if urlparse_cached(request).scheme in schemes:
                 yield request
@@ -104,6 +108,29 @@ class FrontierMiddleware:
         """A new JOBDIR on a shared URL filter (Redis)."""
         directory = self.state.directory
         return self.state.remote and directory is not None and directory.fresh
+
+    async def _start_known(self, request: Request) -> bool | None:
+        """Whether a start request is in the shared URL filter already (None: invalid URL)."""
+        try:
+            key = self.state.request_key(request)
+        except InvalidURL:
+            return None
+        known = await self.state.keys_known([key])
+        return bool(known and known[0])
+
+    def _warn_start_known(self) -> None:
+        """The first start requests of a new JOBDIR (:data:`START_CHECKED` at most) are all in
+        the shared URL filter already: an earlier crawl with the same prefix recorded them, and
+        this one would crawl little or nothing."""
+        logger.warning(
+            "scrapy-neardup: this JOBDIR is new, but the URL filter in Redis under prefix "
+            "%r holds its start URLs already: an earlier crawl with that prefix recorded "
+            "them, and the pages it reached are not crawled again. For a new crawl, set "
+            "another NEARDUP_KEY_PREFIX, or delete that crawl's keys (scrapy neardup-stats "
+            "--redis-url URL --key-prefix %s --reset)",
+            self.state.key_prefix,
+            self.state.key_prefix,
+        )
 
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any], spider: Any = None
@@ -175,40 +202,3 @@ class FrontierMiddleware:
 WEB_SCHEMES = frozenset(("http", "https"))
 #: Start requests looked up in a shared URL filter at the start of a new JOBDIR.
 START_CHECKED = 10
-
-
-class _StartCheck:
-    """Whether the first start requests of a new JOBDIR are all in the shared URL filter
-    already: an earlier crawl with the same prefix recorded them, and this one would crawl
-    little or nothing. One WARNING names the prefix."""
-
-    def __init__(self, state: NearDupState) -> None:
-        self.state = state
-        self.checked = 0
-        self.all_known = True
-
-    async def see(self, request: Request) -> None:
-        if not self.all_known or self.checked >= START_CHECKED:
-            return
-        try:
-            key = self.state.request_key(request)
-        except InvalidURL:
-            return
-        known = await self.state.keys_known([key])
-        self.checked += 1
-        self.all_known = bool(known and known[0])
-        if self.checked == START_CHECKED:
-            self.done()
-
-    def done(self) -> None:
-        if self.all_known and self.checked:
-            self.all_known = False  # warned once
-            logger.warning(
-                "scrapy-neardup: this JOBDIR is new, but the URL filter in Redis under prefix "
-                "%r holds its start URLs already: an earlier crawl with that prefix recorded "
-                "them, and the pages it reached are not crawled again. For a new crawl, set "
-                "another NEARDUP_KEY_PREFIX, or delete that crawl's keys (scrapy neardup-stats "
-                "--redis-url URL --key-prefix %s --reset)",
-                self.state.key_prefix,
-                self.state.key_prefix,
-            )

@@ -71,20 +71,6 @@ class PendingPage:
         return PageText(self.url, extracted, signed)
 
 
-def freeze_startup_objects() -> None:
-    """Exempt the objects that exist when the crawl starts from the garbage collector.
-
-    They are the crawl's long-lived part (modules of Scrapy, numpy, datasketch and scipy,
-    the loaded state), yet every full collection walks them all: in a crawl with the plugin
-    that blocked the reactor each time (``bench/bench_crawl.py`` measures the stalls).
-    :func:`gc.freeze` moves them out of the collector's reach, as CPython's docs suggest
-    for a process's startup objects; objects created later are collected as usual. A change
-    to the whole process: called at the crawl's start unless ``NEARDUP_GC_FREEZE`` is off.
-    """
-    gc.collect()
-    gc.freeze()
-
-
 class PageTextMiddleware:
     """Finds the main text of the page each item came from, so the pipeline can compare it.
 
@@ -113,10 +99,13 @@ class PageTextMiddleware:
         return bool(field) and bool(ItemAdapter(item).get(field))
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """Nothing waits here: the extraction workers start when the first page needs them."""
+        """Nothing waits here: the extraction workers start when the first page needs them.
+        With ``NEARDUP_GC_FREEZE``, the objects that exist now are exempted from the garbage
+        collector (``gc.freeze()``: ``docs/design.md#extraction``)."""
         self.state.open()
         if self.config.gc_freeze:
-            freeze_startup_objects()
+            gc.collect()
+            gc.freeze()
         async for obj in start:
             yield obj
 
@@ -166,14 +155,11 @@ class PageTextMiddleware:
         extractor = self.state.extractor
         digest, found = extractor.cached(body)
         pending = PendingPage(self.state, response.url, digest)
-        if found is not None:
+        pending.found = found
+        if found is None:  # a copy of a page being read now: its reading, once
+            pending.future = extractor.in_flight(digest)
+        if found is not None or pending.future is not None:
             self.state.inc("neardup/extract/cache_hit")
-            pending.found = found
-            return pending
-        running = extractor.in_flight(digest)
-        if running is not None:  # a copy of a page being read now: its reading, once
-            self.state.inc("neardup/extract/cache_hit")
-            pending.future = running
             return pending
         try:
             pending.future = extractor.submit_extract(body, response.url, response.encoding)

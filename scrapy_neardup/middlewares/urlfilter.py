@@ -41,24 +41,21 @@ def find_canonical(response: Response) -> str | None:
     """
     if not isinstance(response, TextResponse):
         return None
-    # Searched in place, with an end position: a lowercased copy of the head would be most of
-    # this function's time (bench/bench_crawl.py).
+    # Searched in place, with an end position: a lowercased copy would cost most of the time.
     body = response.body
     end = min(len(body), _HEAD_BYTES)
     head_end = _HEAD_END_RE.search(body, 0, end)
     if head_end is not None:
         end = head_end.start()
     for tag in _LINK_RE.findall(body, 0, end):
-        if _CANONICAL_RE.search(tag):
-            href = _HREF_RE.search(tag)
-            if href:
-                raw = next(g for g in href.groups() if g is not None).strip()
-                if raw:
-                    text = raw.decode(response.encoding or "utf-8", errors="replace")
-                    try:
-                        return safe_url_string(response.urljoin(text))
-                    except ValueError:  # "http://[bad", a port out of range: no canonical
-                        return None
+        href = _HREF_RE.search(tag) if _CANONICAL_RE.search(tag) else None
+        raw = (href[1] or href[2] or href[3] or b"").strip() if href else b""
+        if raw:
+            text = raw.decode(response.encoding or "utf-8", errors="replace")
+            try:
+                return safe_url_string(response.urljoin(text))
+            except ValueError:  # "http://[bad", a port out of range: no canonical
+                return None
     return None
 
 
@@ -118,15 +115,6 @@ class UrlFilterMiddleware:
             self.state.inc("neardup/urls/invalid")
             return None
 
-    def _seen(self, request: Request, url: str | None = None) -> bool | None:
-        """Test-and-set of ``request`` (at ``url`` when given); None for an invalid URL."""
-        key = self._key(request, url)
-        return None if key is None else self.state.key_seen(key)
-
-    async def _seen_async(self, request: Request, url: str | None = None) -> bool | None:
-        key = self._key(request, url)
-        return None if key is None else await self.state.key_seen_async(key)
-
     def _filtered(self, request: Request) -> IgnoreRequest:
         self.state.inc("neardup/urls/filtered")
         return IgnoreRequest(f"scrapy-neardup: URL already seen: {request.url}")
@@ -144,14 +132,17 @@ class UrlFilterMiddleware:
             return None
         self.state.open()
         request.meta[CHECKED_META] = request.url
+        key = self._key(request)
+        if key is None:
+            return None
         if self.remote:
-            return self._check_request(request)
-        if self._seen(request):
+            return self._check_request(request, key)
+        if self.state.key_seen(key):
             raise self._filtered(request)
         return None
 
-    async def _check_request(self, request: Request) -> None:
-        if await self._seen_async(request):
+    async def _check_request(self, request: Request, key: bytes) -> None:
+        if await self.state.key_seen_async(key):
             raise self._filtered(request)
 
     async def _settle_late(self, request: Request) -> None:
@@ -169,13 +160,15 @@ class UrlFilterMiddleware:
         if self.remote:
             return self._check_response(request, response)
         for url, stat, message, drops in self._response_checks(request, response):
-            if self._seen(request, url) and drops:
+            key = self._key(request, url)
+            if key is not None and self.state.key_seen(key) and drops:
                 raise self._ignore(request, stat, message)
         return response
 
     async def _check_response(self, request: Request, response: Response) -> Response:
         for url, stat, message, drops in self._response_checks(request, response):
-            if await self._seen_async(request, url) and drops:
+            key = self._key(request, url)
+            if key is not None and await self.state.key_seen_async(key) and drops:
                 raise self._ignore(request, stat, message)
         return response
 
@@ -199,11 +192,12 @@ class UrlFilterMiddleware:
             )
         if self.check_canonical and 200 <= response.status < 300:
             canonical = find_canonical(response)
-            if canonical and not _same_site(canonical, response.url):
+            if canonical and site_of(canonical) != site_of(response.url):
                 # Another site's URL is a claim this page cannot make good on: a copied
                 # template keeps its original's canonical, and trusting it would drop every
                 # page built on that template, and mark the other site's page as crawled.
-                # The content check still catches real reprints.
+                # The content check still catches real reprints. One site is one registered
+                # domain (public suffix list), or one host where there is none.
                 self.state.inc("neardup/urls/canonical_other_site")
             elif canonical and self._canonical_differs(canonical, requested):
                 # A canonical pointing at the site root is a common misconfiguration; trusting
@@ -222,12 +216,6 @@ class UrlFilterMiddleware:
             return False
 
 
-def _same_site(url: str, other: str) -> bool:
-    """One registered domain (public suffix list), or one host where there is none (an IP
-    address, ``localhost``); the port does not matter."""
-    return site_of(url) == site_of(other)
-
-
 def _is_root(url: str) -> bool:
     parts = urlsplit(url)
     return parts.path in ("", "/") and not parts.query
@@ -240,15 +228,12 @@ LINK_BATCH = 1000
 class LinkBatchMiddleware:
     """With a shared state (Redis): the links of a response checked in one round trip.
 
-    The dupefilter gets one request at a time: over Redis a round trip per link, on the
-    reactor thread. Next to the engine (order 5: after every middleware that may still drop
-    a request), this holds the requests of a spider output back until an item or the output's
-    end (at most :data:`LINK_BATCH`, keeping its order), test-and-sets their keys in one call
-    off the reactor thread, and leaves each answer in its request for the dupefilter, which
-    still filters. ``dont_filter`` and ``neardup_skip`` requests are left alone; in an outage
+    Holds the requests of a spider output back until an item or the output's end (at most
+    :data:`LINK_BATCH`, keeping its order), test-and-sets their keys in one call off the
+    reactor thread, and leaves each answer in its request for the dupefilter, which still
+    filters. ``dont_filter`` and ``neardup_skip`` requests are left alone; in an outage
     requests go on unanswered. Off (NotConfigured) with a local state, and unless
-    :func:`_takes_answers` (another ``DUPEFILTER_CLASS``: UrlFilterMiddleware checks each
-    request).
+    :func:`_takes_answers`. Rationale: ``docs/design.md#url-filter-in-redis``.
     """
 
     def __init__(self, state: NearDupState) -> None:
@@ -273,19 +258,16 @@ class LinkBatchMiddleware:
                 held.append(obj)
                 if len(held) < LINK_BATCH:
                     continue
-            if held:
-                await self._answer(held)
-                for request in held:
-                    yield request
-                held = []
+            for request in await self._answer(held):
+                yield request
+            held = []
             if not isinstance(obj, Request):
                 yield obj
-        if held:
-            await self._answer(held)
-            for request in held:
-                yield request
+        for request in await self._answer(held):
+            yield request
 
-    async def _answer(self, requests: list[Request]) -> None:
+    async def _answer(self, requests: list[Request]) -> list[Request]:
+        """``requests``, each of those asked left with its answer."""
         asked: list[Request] = []
         keys: list[bytes] = []
         for request in requests:
@@ -298,28 +280,24 @@ class LinkBatchMiddleware:
                 continue  # left to the dupefilter, which counts or raises it as before
             asked.append(request)
         if not keys:
-            return
+            return requests
         # Redis records the URLs as it answers: their requests are recorded first (see
         # NearDupDupeFilter._seen_remote), and let go when seen.
         frontier = self.state.frontier
-        held = [False] * len(keys)
-        if frontier is not None:
-            held = [frontier.hold(r, k) for r, k in zip(asked, keys, strict=True)]
-            if any(held):
-                frontier.commit()
+        held = [False] * len(keys) if frontier is None else frontier.hold(asked, keys)
         try:
             answers = await self.state.keys_seen(keys)
         except Exception:  # not a Redis error (those are an outage): a bug, say so
             logger.exception("scrapy-neardup: the links of a page could not be checked at once")
-            return  # the dupefilter checks each: no request is lost
+            return requests  # the dupefilter checks each: no request is lost
         if answers is None:
-            return
-        for request, seen in zip(asked, answers, strict=True):
+            return requests
+        for request, key, seen, was_held in zip(asked, keys, answers, held, strict=True):
             request.meta[ANSWERED_META] = (request.url, seen)
-        for key, seen, was_held in zip(keys, answers, held, strict=True):
             if seen and was_held:
                 frontier.release(key)
         self.state.inc("neardup/urls/batched", len(asked))
+        return requests
 
 
 #: The dupefilter that takes the answers LinkBatchMiddleware leaves in requests.
