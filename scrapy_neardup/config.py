@@ -171,58 +171,37 @@ def _choice(settings: BaseSettings, name: str, default: str, choices: tuple[str,
     return value.strip().lower()
 
 
-def _storage(settings: BaseSettings) -> str:
-    """``"memory"``, ``"redis"`` (any case), or a dotted class path, kept as given."""
-    value = settings.get("NEARDUP_STORAGE", default("NEARDUP_STORAGE"))
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lower() in STORAGES:
-            return text.lower()
-        parts = text.split(".")
-        if len(parts) > 1 and all(part.isidentifier() for part in parts):
-            return text
-    raise ConfigError(
-        "NEARDUP_STORAGE",
-        value,
-        "one of "
-        + ", ".join(repr(s) for s in STORAGES)
-        + ", or the dotted import path of a state class, like 'myproject.state.MyState'",
-    )
+#: What a string setting of a special ``kind`` may be, as its error message says it.
+_STRING_ALLOWED = {
+    "field": "a non-empty item field name, or None",
+    "redis_url": "a Redis URL: " + ", ".join(s + "..." for s in REDIS_SCHEMES),
+    "key_prefix": "a non-empty string without surrounding spaces, or None",
+    "storage": "one of "
+    + ", ".join(repr(s) for s in STORAGES)
+    + ", or the dotted import path of a state class, like 'myproject.state.MyState'",
+}
 
 
-def _field_name(settings: BaseSettings, name: str, default: str | None) -> str | None:
-    value = settings.get(name, default)
-    if value is None or (isinstance(value, str) and value.strip()):
-        return value.strip() if isinstance(value, str) else None
-    raise ConfigError(name, value, "a non-empty item field name, or None")
-
-
-def _redis_url(settings: BaseSettings) -> str:
-    value = settings.get("NEARDUP_REDIS_URL", default("NEARDUP_REDIS_URL"))
-    if not isinstance(value, str) or not value.strip().lower().startswith(REDIS_SCHEMES):
-        raise ConfigError(
-            "NEARDUP_REDIS_URL",
-            value,
-            "a Redis URL: " + ", ".join(s + "..." for s in REDIS_SCHEMES),
-        )
-    return value.strip()
-
-
-def _key_prefix(settings: BaseSettings) -> str | None:
-    """None means: the spider's name (decided by the state, which knows the spider)."""
-    value = settings.get("NEARDUP_KEY_PREFIX")
-    if value is None or (isinstance(value, str) and value.strip() == value and value):
-        return value
-    raise ConfigError(
-        "NEARDUP_KEY_PREFIX", value, "a non-empty string without surrounding spaces, or None"
-    )
-
-
-def _init_params(cls: type) -> set[str]:
-    """The constructor's parameter names: ``NEARDUP_THRESHOLD`` goes to every backend that
-    takes a ``threshold`` (``NEARDUP_SIMHASH_K`` to one that takes a ``k``), so a new backend
-    needs no line here."""
-    return set(inspect.signature(cls).parameters)
+def _string(settings: BaseSettings, spec: Setting, default: Any) -> str | None:
+    """A string setting of a special ``kind``, stripped: an item field name or None, a Redis
+    URL, a key prefix or None (None: the spider's name, decided by the state), or a storage
+    (``"memory"``, ``"redis"`` in any case, or a dotted class path, kept as given)."""
+    value = settings.get(spec.name, default)
+    text = value.strip() if isinstance(value, str) else None
+    if spec.kind == "field":
+        ok = value is None or bool(text)
+    elif spec.kind == "redis_url":
+        ok = text is not None and text.lower().startswith(REDIS_SCHEMES)
+    elif spec.kind == "key_prefix":
+        ok = value is None or (bool(text) and text == value)
+    else:
+        if text is not None and text.lower() in STORAGES:
+            text = text.lower()
+        parts = (text or "").split(".")
+        ok = text in STORAGES or (len(parts) > 1 and all(part.isidentifier() for part in parts))
+    if not ok:
+        raise ConfigError(spec.name, value, _STRING_ALLOWED[spec.kind])
+    return text
 
 
 _BACKEND_PARAMS_ALLOWED = "a dict of backend options, or a JSON object like '{\"num_perm\": 256}'"
@@ -234,16 +213,10 @@ def _read(settings: BaseSettings, spec: Setting) -> Any:
     # A computed default (the free cores: 0.1 s of /proc/stat) only when it is needed.
     given = spec.computed and settings.get(name) is not None
     value: Any = None if given else spec.default_value()  # None: not used, the setting is given
-    if spec.kind == "field":
-        return _field_name(settings, name, value)
     if spec.kind == "strip_params":
         return _strip_params(settings)
-    if spec.kind == "storage":
-        return _storage(settings)
-    if spec.kind == "redis_url":
-        return _redis_url(settings)
-    if spec.kind == "key_prefix":
-        return _key_prefix(settings)
+    if spec.kind:
+        return _string(settings, spec, value)
     if spec.choices:
         return _choice(settings, name, value, spec.choices)
     if spec.type is bool:
@@ -324,7 +297,9 @@ class NearDupConfig:
     def backend_kwargs(self) -> dict[str, Any]:
         """Constructor arguments of the configured backend."""
         params = dict(self.backend_params)
-        takes = _init_params(BACKENDS[self.backend])
+        # NEARDUP_THRESHOLD goes to every backend that takes a ``threshold`` (SIMHASH_K to
+        # one that takes a ``k``), so a new backend needs no line here.
+        takes = inspect.signature(BACKENDS[self.backend]).parameters
         if "k" in takes:
             params.setdefault("k", self.simhash_k)
         elif self.threshold is not None and "threshold" in takes:
