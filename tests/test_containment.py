@@ -275,6 +275,22 @@ def test_a_drop_never_rests_on_the_filters_luck() -> None:
     assert found.loss.tokens and not found.loss.lines
 
 
+def test_a_hyphenated_name_in_a_list_must_be_in_the_kept_page_whole() -> None:
+    # A syntax page of a reference lists the names it links to, one a line: "join-clause" is
+    # lost although the kept page has both its words (in "join-constraint" and
+    # "filter-clause"). In a line of prose the name is words, covered by the line's shingles.
+    prose = EN[40].split(". ")
+    kept = "\n".join([*prose[:6], "expr", "join-constraint", "filter-clause"])
+    listed = "\n".join([*prose[:6], "expr", "join-clause", "filter-clause"])
+    assert lossy(text_coverage(listed, kept))
+    assert lossy(coverage(phrases(listed), phrases(kept)))
+    assert not lossy(text_coverage("\n".join([*prose[:6], "join-constraint"]), kept))
+    words = prose[2].split()
+    prose[2] = " ".join([*words[:5], f"{words[5]}-{words[6]}", *words[7:]])
+    in_prose = "\n".join(prose[:6])
+    assert not lossy(text_coverage(in_prose, "\n".join(EN[40].split(". ")[:6])))
+
+
 def test_the_exact_measure_is_what_the_filter_approximates() -> None:
     rng = random.Random(5)
     for n in range(12):

@@ -158,11 +158,12 @@ NEVER["synthetic"] = (C.INSERT_AD, C.REPRINT)
 
 FLOORS: dict[tuple[str, str], dict[str, float]] = {
     # Real English bodies: 154 English-prose variants per transformation (144 for a dropped
-    # paragraph). Measured, the same for the three backends: .955 .468 0 1.0 1.0 0 (simhash
-    # .461 at 5 % and .979 for a dropped paragraph).
-    ("en", "minhash"): {C.EDIT1: 0.93, C.EDIT5: 0.42, C.REORDER: 0.97, C.DROP: 0.97},
-    ("en", "spotsigs"): {C.EDIT1: 0.93, C.EDIT5: 0.42, C.REORDER: 0.97, C.DROP: 0.97},
-    ("en", "simhash"): {C.EDIT1: 0.93, C.EDIT5: 0.42, C.REORDER: 0.97, C.DROP: 0.95},
+    # paragraph). Measured, the same for the three backends: .955 .416 0 1.0 1.0 0 (simhash
+    # .979 for a dropped paragraph). At 5 % edits, some edit a hyphenated name of a short
+    # line, which is then lost: a kept page must hold such a name whole.
+    ("en", "minhash"): {C.EDIT1: 0.93, C.EDIT5: 0.39, C.REORDER: 0.97, C.DROP: 0.97},
+    ("en", "spotsigs"): {C.EDIT1: 0.93, C.EDIT5: 0.39, C.REORDER: 0.97, C.DROP: 0.97},
+    ("en", "simhash"): {C.EDIT1: 0.93, C.EDIT5: 0.39, C.REORDER: 0.97, C.DROP: 0.95},
     # Real Chinese pages: 29 originals (30 pages, one of them the natural pair's second
     # text), 25 Chinese variants per transformation (one miss = 0.04) and the natural pair.
     # Measured, the same for the three: .64 0 0 .92 0 0, and the natural pair.

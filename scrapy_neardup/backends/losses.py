@@ -14,6 +14,7 @@ import numpy as np
 from scrapy_neardup.backends.phrases import (
     MAX_FALSE_POSITIVES,
     PHRASE,
+    SHORT_LINE,
     Phrases,
     compound_matches,
     compounds,
@@ -29,8 +30,6 @@ COVERAGE = 0.9
 #: Under "contained", the share of a line's 3-shingles the kept page must have, or the line
 #: is lost (``NEARDUP_CONTAINED_SHINGLES``; see :func:`losses`).
 SHINGLES = 0.5
-#: Lines of fewer words are judged word by word (see :func:`losses`), not by their shingles.
-SHORT_LINE = 6
 #: A run of this many consecutive words that no shared 3-shingle covers is lost text: a word
 #: edit leaves one such word, two edits three words apart four.
 LOST_RUN = 5
@@ -104,7 +103,7 @@ def text_coverage(new: str | Document, kept: str | Document) -> Coverage | None:
     if phrases.sequence is None or len(phrases.sequence) == 0:
         return None
     shingles = np.unique(kept_doc.shingles(PHRASE))
-    names, _, inside = compounds(kept_doc)
+    names, _, inside, _ = compounds(kept_doc)
     tokens = kept_doc.token_hashes
     alone = tokens if len(inside) != len(tokens) else tokens[~inside]
     words = np.unique(np.concatenate((alone, names)))

@@ -33,6 +33,9 @@ MAX_FILTER_BYTES = 131072  # 10 bits a shingle up to ~100k distinct 3-shingles
 MAX_FALSE_POSITIVES = 0.05
 #: The shingles of the phrase filter, and its header.
 PHRASE = ShingleSpec("word", 3)
+#: Lines of fewer words are a list's or a heading's: each of their words is asked of a kept
+#: page (``docs/design.md#lossless``).
+SHORT_LINE = 6
 HEADER = struct.Struct("<IIIB")  # distinct shingles, distinct words, filter bits, hash functions
 _WORD_SALT = (np.uint64(0x776F726473616C31), np.uint64(0x776F726473616C32))
 _LOW32 = np.uint64(0xFFFFFFFF)
@@ -44,10 +47,12 @@ _CAMEL_CASE = re.compile(r"\b[^\W\d_]*[a-z][A-Z]\w*")
 _DOTTED = re.compile(r"(?<!\w)\w+(?:(?:\.|::|->)\w+)+")
 _NAME_SEPARATOR = re.compile(r"\.|::|->")
 # A name of several words, which must be in a kept page whole: a number with its separators
-# ("3.25.1", "1,838"), a dotted, "::" or "->" name ("os.path", "std::map").
+# ("3.25.1", "1,838"), a dotted, "::" or "->" name ("os.path", "std::map"), whose words are
+# not words of the page, or a hyphenated one ("join-clause", "S-1"), whose words are too.
 _COMPOUND = re.compile(
     rf"(?<!\d)\d+(?:[.,]\d+)+|(?<![^\W\d{CJK_CHARS}])[^\W\d{CJK_CHARS}]\w*(?:(?:\.|::|->)\w+)+"
 )
+_HYPHENATED = re.compile(rf"(?<![\w-])[^\W{CJK_CHARS}]+(?:-[^\W{CJK_CHARS}]+)+(?![\w-])")
 _PART = re.compile(r"\w+")
 
 
@@ -172,23 +177,27 @@ def _identity(doc: Document, line_words: np.ndarray | None) -> np.ndarray:
     return mask
 
 
-def compounds(doc: Document) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The hashes of ``doc``'s names of several words ("3.25.1", "os.path"), which a kept
-    page must have whole (it may have "3.25" and a "1" elsewhere), the word each starts at,
-    and which of its words are in one (a word is a name's part, not a name, there)."""
+def compounds(doc: Document) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The hashes of ``doc``'s names of several words ("3.25.1", "os.path", "join-clause"),
+    which a kept page must have whole (it may have "3.25" and a "1" elsewhere), the word each
+    starts at, which of its words are in a number or a dotted name (a word is a name's part,
+    not a name, there; a hyphenated name's words are words too), and which names are
+    hyphenated (asked whole in a short line only: ``docs/design.md#lossless``)."""
     found = compound_matches(doc)
     inside = np.zeros(doc.token_count, dtype=bool)
+    hyphenated = np.array([m.re is _HYPHENATED for m, _ in found], dtype=bool)
     if not found:
-        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), inside
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), inside, hyphenated
     at = np.array([word for _, word in found], dtype=np.int64)
     for match, start in found:
-        inside[start : start + len(_PART.findall(match.group()))] = True
-    return hash_tokens([m.group() for m, _ in found]), at, inside
+        if match.re is _COMPOUND:
+            inside[start : start + len(_PART.findall(match.group()))] = True
+    return hash_tokens([m.group() for m, _ in found]), at, inside, hyphenated
 
 
 def compound_matches(doc: Document) -> list[tuple[re.Match[str], int]]:
     """Each compound name of ``doc`` (in its normalised text) with the word it starts at."""
-    found = list(_COMPOUND.finditer(doc.normalized))
+    found = [*_COMPOUND.finditer(doc.normalized), *_HYPHENATED.finditer(doc.normalized)]
     if not found:
         return []
     offsets = np.maximum(_token_offsets(doc, doc.normalized), 0)
@@ -327,7 +336,7 @@ def phrases_of(doc: Document) -> Phrases:
     """``doc``'s phrase filter, with what :func:`losses` reads of a new document."""
     sequence = doc.shingles(PHRASE)
     tokens = doc.token_hashes
-    names, name_at, inside = compounds(doc)
+    names, name_at, inside, hyphenated = compounds(doc)
     distinct = np.unique(sequence)
     # A word that is a part of a name is not the word: "1.23" holds no "1" ("S-1" would).
     alone = tokens if len(inside) != len(tokens) else tokens[~inside]
@@ -338,6 +347,11 @@ def phrases_of(doc: Document) -> Phrases:
     identity = _identity(doc, line_words)
     if len(inside) == len(identity):
         identity &= ~inside  # its names are asked of a kept page whole
+    if line_words is not None and hyphenated.any():
+        # a hyphenated name in a line of prose is words, which the line's 3-shingles cover
+        line = np.searchsorted(np.cumsum(line_words), name_at, side="right")
+        asked = ~hyphenated | (line_words[np.minimum(line, len(line_words) - 1)] < SHORT_LINE)
+        names, name_at = names[asked], name_at[asked]
     return Phrases(
         bits, size, hashes, len(distinct), len(words), sequence, tokens, identity, line_words,
         names, name_at, inside,
