@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,8 @@ def start_workers(
     site's spider). Worker ``k`` writes its JSON-lines feed to ``feed<k>.jsonl``, its
     items' fates, then its stats, to ``fates<k>.jsonl`` and, if it ends, :class:`FetchLog`'s
     record to ``fetched<k>.json`` in ``tmp_path``; all write their stderr to ``stderr.log``.
-    With ``stop_at`` the first stops itself after that many items."""
+    With ``stop_at`` the first stops itself after that many items, and the others start
+    once it has its first."""
     from crash_runner import launch
 
     stderr = tmp_path / "stderr.log"
@@ -138,7 +140,20 @@ def start_workers(
         if k == 0 and stop_at is not None:
             args["stop_at"] = stop_at
         procs.append(launch(args, stderr, tmp_path))
+        if k == 0 and stop_at is not None:
+            _first_item(procs[0], tmp_path / "fates0.jsonl")
     return procs
+
+
+def _first_item(proc: subprocess.Popen, fates: Path, timeout: float = 120) -> None:
+    """Wait until the worker that is to stop has its first item (or has ended): started
+    together, another worker could pop the one start request it queued, and it would find
+    the shared queue empty and close before it ever reached its stop."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        if fates.exists() and fates.stat().st_size:
+            return
+        time.sleep(0.05)
 
 
 def feed_urls(tmp_path: Path, n: int) -> list[str]:
