@@ -1,6 +1,6 @@
 """The add-on against what a Scrapy user writes without it, crawling a real site on loopback.
 
-    python bench/bench_handwritten.py [--quick] [--rounds N] [--site DIR]
+    python bench/bench_handwritten.py [--quick] [--rounds N] [--site DIR] [--mode NAME ...]
 
 The site is Debian's ``sqlite3-doc`` (``/usr/share/doc/sqlite3``, else the copy
 ``evaluation/evaluate_sites.py`` extracts into ``~/.cache/scrapy-neardup/sites/sqlite``; the
@@ -41,6 +41,8 @@ per response, plain Scrapy's and the add-on's side by side, without and with ``J
 their ratio. ``--profile`` adds, per response, where the crawler's main thread spent it
 (``cProfile``, by module; one more crawl of each, whose times the profiler inflates).
 ``--pages N`` stops each crawl after N responses (``CLOSESPIDER_PAGECOUNT``): a smoke test.
+``--mode NAME`` (repeated) crawls only the configurations named; the figures that need one
+left out are not printed, and the replay runs only with ``add-on, 0 workers``.
 
 Targets (on 2 cores): add-on >= 1.8x the hand-written pipeline's pages/s; its wall within
 1.2x of its CPU limit; its tree's PSS <= 1.3x the hand-written pipeline's. On any machine:
@@ -342,12 +344,13 @@ def crawl(
         proc = subprocess.Popen(
             [sys.executable, str(script), arg], cwd=tmp, env=env, stderr=subprocess.PIPE
         )
-        peak = [0]
+        peak = [0, 0]  # the tree's, the crawler process's own
         stop = threading.Event()
 
         def sample() -> None:
             while not stop.wait(SAMPLE_EVERY):
                 peak[0] = max(peak[0], sum(pss_bytes(p) for p in descendants(proc.pid)))
+                peak[1] = max(peak[1], pss_bytes(proc.pid))
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -365,6 +368,7 @@ def crawl(
         wall_s=wall,
         tree_cpu_s=usage.ru_utime + usage.ru_stime,
         peak_pss=peak[0],
+        peak_pss_crawler=peak[1],
         load_before=load,
     )
     # What other processes (other jobs, this benchmark's server) used meanwhile: the cores
@@ -385,6 +389,7 @@ def run(
     save: str = "",
     pages: int = 0,
     profile: bool = False,
+    modes: tuple[str, ...] = CONFIGS,
 ) -> int:
     root = find_site(site)
     if root is None:
@@ -398,22 +403,24 @@ def run(
     cores = len(os.sched_getaffinity(0))
     server = serve_tree(root)
     start = f"http://127.0.0.1:{server.server_address[1]}/"
-    results: dict[str, list[dict]] = {mode: [] for mode in CONFIGS}
+    results: dict[str, list[dict]] = {mode: [] for mode in modes}
     try:
         for number in range(rounds):
-            for mode in CONFIGS:
+            for mode in modes:
                 r = crawl(mode, start, pages=pages)
                 results[mode].append(r)
                 print(
                     f"round {number + 1} {mode:<18} {r['pages_per_s']:6.1f} pages/s "
                     f"{r['wall_s']:5.1f} s wall {r['tree_cpu_s']:5.1f} s CPU "
-                    f"{r['peak_pss'] / 2**20:5.0f} MiB PSS (load before {r['load_before']:.2f})",
+                    f"{r['peak_pss'] / 2**20:5.0f} MiB PSS, the crawler's "
+                    f"{r['peak_pss_crawler'] / 2**20:.0f} (load before {r['load_before']:.2f})",
                     flush=True,
                 )
         # Which copy of a group is kept, and so what is dropped, follows the order the
         # pipeline meets the pages, which 16 requests at a time and the workers make vary:
         # each add-on crawl is replayed in its own order with NEARDUP_WORKERS = 0.
-        for number, r in enumerate(results["add-on"], 1):
+        replays = results["add-on"] if {"add-on", "add-on, 0 workers"} <= set(modes) else []
+        for number, r in enumerate(replays, 1):
             replayed = crawl("add-on, 0 workers", start, replay=r["decided"])
             results.setdefault("replayed", []).append(replayed)
             print(f"round {number} replayed without workers: {len(replayed['dropped'])} dropped")
@@ -447,7 +454,8 @@ def busy_share(run: dict, cores: int) -> float:
 
 def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) -> None:
     rows = []
-    for mode in CONFIGS:
+    modes = [mode for mode in CONFIGS if mode in results]
+    for mode in modes:
         runs = results[mode]
         wall, cpu = median(runs, "wall_s"), median(runs, "tree_cpu_s")
         limit = statistics.median(r["tree_cpu_s"] / cores for r in runs)
@@ -464,10 +472,11 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
                 f"{statistics.median(ceiling(r, cores) for r in runs):.1f}",
                 f"{statistics.median(busy_share(r, cores) for r in runs):.2f}",
                 f"{median(runs, 'peak_pss') / 2**20:.0f}",
+                f"{median(runs, 'peak_pss_crawler') / 2**20:.0f}",
                 f"{statistics.median(len(r['dropped']) for r in runs):.0f}",
             ]
         )
-    loads = [r["load_before"] for mode in CONFIGS for r in results[mode]]
+    loads = [r["load_before"] for mode in modes for r in results[mode]]
     print()
     print_table(
         [
@@ -482,49 +491,29 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
             "CPU ceiling pages/s",
             "used/free",
             "peak PSS MiB",
+            "crawler's PSS MiB",
             "dropped",
         ],
         rows,
         f"{root} crawled on loopback, {cores} cores, median of {rounds} round(s) "
         f"(1-min load before each crawl: {min(loads):.2f}-{max(loads):.2f})",
     )
-    hand, addon, zero = results["hand-written"], results["add-on"], results["add-on, 0 workers"]
-    speed = median(addon, "pages_per_s") / median(hand, "pages_per_s")
-    memory = median(addon, "peak_pss") / median(hand, "peak_pss")
-    wall_limit = statistics.median(r["wall_s"] / (r["tree_cpu_s"] / cores) for r in addon)
-    speed0 = median(zero, "pages_per_s") / median(hand, "pages_per_s")
-    bound = statistics.median(ceiling(r, cores) for r in addon) / statistics.median(
-        ceiling(r, cores) for r in hand
-    )
-    memory0 = median(zero, "peak_pss") / median(hand, "peak_pss")
-    fast = results["add-on, fast"]
-    speed_fast = median(fast, "pages_per_s") / median(hand, "pages_per_s")
-    memory_fast = median(fast, "peak_pss") / median(hand, "peak_pss")
-    print(
-        f"add-on / hand-written: {speed:.2f}x pages/s (target >= 1.8), {memory:.2f}x PSS "
-        f"(target <= 1.3); wall / CPU limit {wall_limit:.2f} (target <= 1.2)"
-    )
-    print(f"add-on, 0 workers / hand-written: {speed0:.2f}x pages/s, {memory0:.2f}x PSS")
-    print(f"add-on, fast / hand-written: {speed_fast:.2f}x pages/s, {memory_fast:.2f}x PSS")
-    # A shared machine's speed drifts between rounds: the ratio of two crawls of one round
-    # (minutes apart) is steadier than the ratio of medians.
-    per_round = [a["pages_per_s"] / h["pages_per_s"] for a, h in zip(addon, hand, strict=True)]
-    print(
-        "add-on / hand-written in each round: "
-        + ", ".join(f"{ratio:.2f}x" for ratio in per_round)
-        + f" (median {statistics.median(per_round):.2f}x)"
-    )
-    print(f"add-on / hand-written by their CPU ceilings (cores to themselves): {bound:.2f}x")
+    if "hand-written" in results:
+        report_against_hand(results, cores)
     # Which copy of a group is kept first, and so what a "contained" decision drops, follows
     # the crawl order, which 16 requests at a time make vary: the rounds of one
     # configuration show how much.
-    for name, runs in (("add-on", addon), ("add-on, 0 workers", zero)):
+    for name in ("add-on", "add-on, 0 workers"):
+        runs = results.get(name, [])
         if len(runs) > 1:
             differ = [
                 len(set(a["dropped"]) ^ set(b["dropped"])) for a, b in itertools.pairwise(runs)
             ]
             print(f"{name}: dropped URLs that differ from one round to the next: {differ}")
-    for number, (a, z) in enumerate(zip(addon, results["replayed"], strict=True), 1):
+    replayed = results.get("replayed", [])
+    for number, (a, z) in enumerate(
+        zip(results["add-on"][: len(replayed)], replayed, strict=True), 1
+    ):
         only_a = sorted(set(a["dropped"]) - set(z["dropped"]))
         only_z = sorted(set(z["dropped"]) - set(a["dropped"]))
         if not (only_a or only_z) and len(z["decided"]) == len(a["decided"]):
@@ -541,6 +530,8 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
             )
     print()
     for mode in ("add-on", "add-on, 0 workers", "add-on, JOBDIR"):
+        if mode not in results:
+            continue
         runs = results[mode]
         stats = [r["neardup"] for r in runs]
 
@@ -569,6 +560,40 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
         )
 
 
+def report_against_hand(results: dict[str, list[dict]], cores: int) -> None:
+    """The add-on's configurations against the hand-written pipeline: pages/s and PSS."""
+    hand = results["hand-written"]
+    if "add-on" in results:
+        addon = results["add-on"]
+        speed = median(addon, "pages_per_s") / median(hand, "pages_per_s")
+        memory = median(addon, "peak_pss") / median(hand, "peak_pss")
+        wall_limit = statistics.median(r["wall_s"] / (r["tree_cpu_s"] / cores) for r in addon)
+        print(
+            f"add-on / hand-written: {speed:.2f}x pages/s (target >= 1.8), {memory:.2f}x PSS "
+            f"(target <= 1.3); wall / CPU limit {wall_limit:.2f} (target <= 1.2)"
+        )
+    for mode in ("add-on, 0 workers", "add-on, fast"):
+        if mode in results:
+            speed = median(results[mode], "pages_per_s") / median(hand, "pages_per_s")
+            memory = median(results[mode], "peak_pss") / median(hand, "peak_pss")
+            print(f"{mode} / hand-written: {speed:.2f}x pages/s, {memory:.2f}x PSS")
+    if "add-on" not in results:
+        return
+    addon = results["add-on"]
+    # A shared machine's speed drifts between rounds: the ratio of two crawls of one round
+    # (minutes apart) is steadier than the ratio of medians.
+    per_round = [a["pages_per_s"] / h["pages_per_s"] for a, h in zip(addon, hand, strict=True)]
+    print(
+        "add-on / hand-written in each round: "
+        + ", ".join(f"{ratio:.2f}x" for ratio in per_round)
+        + f" (median {statistics.median(per_round):.2f}x)"
+    )
+    bound = statistics.median(ceiling(r, cores) for r in addon) / statistics.median(
+        ceiling(r, cores) for r in hand
+    )
+    print(f"add-on / hand-written by their CPU ceilings (cores to themselves): {bound:.2f}x")
+
+
 def per_response_ms(run: dict, key: str) -> float:
     return run[key] / max(run["pages"], 1) * 1000
 
@@ -578,6 +603,8 @@ def report_crawler_cpu(results: dict[str, list[dict]]) -> None:
     (medians, and the ratio in each round: crawls of one round met the same machine)."""
     rows = []
     for base, addon in PAIRS:
+        if not (base in results and addon in results):
+            continue
         for key, what in (("crawl_cpu_s", "all threads"), ("main_thread_cpu_s", "main thread")):
             plain_ms = [per_response_ms(r, key) for r in results[base]]
             addon_ms = [per_response_ms(r, key) for r in results[addon]]
@@ -640,8 +667,13 @@ def main() -> None:
     parser.add_argument("--save", default="", help="write every crawl's figures to this JSON")
     parser.add_argument("--pages", type=int, default=0, help="stop each crawl after N responses")
     parser.add_argument("--profile", action="store_true", help="profile the crawler's main thread")
+    parser.add_argument(
+        "--mode", action="append", choices=CONFIGS, help="crawl only this configuration (repeat)"
+    )
     args = parser.parse_args()
-    sys.exit(run(args.quick, args.rounds, args.site, args.save, args.pages, args.profile))
+    modes = tuple(mode for mode in CONFIGS if mode in (args.mode or CONFIGS))
+    run_args = (args.quick, args.rounds, args.site, args.save, args.pages, args.profile)
+    sys.exit(run(*run_args, modes=modes))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """One crawl shared by N crawler processes in one Redis: pages/s against N, and a check.
 
-    python bench/bench_scaleout.py [--rounds 3] [--quick] [--scheduler leases]
+    python bench/bench_scaleout.py [--rounds 3] [--quick] [--scheduler leases] [--processes 1,2,4]
 
 Starts its own ``redis-server`` on a free loopback port (tests/redis_server.py) and serves
 on loopback tests/kinds_site.py (600 article pages, each answered after 0.05 s, so that a
 crawl is not only CPU-bound) and the example project's demo site (near copies, and the
-ground truth of what is a copy of what). For N = 1, 2, 3 processes (1, 2 with ``--quick``),
-each round, on an emptied database:
+ground truth of what is a copy of what). For N = 1, 2, 3 processes (1, 2 with ``--quick``;
+``--processes`` chooses others), each round, on an emptied database:
 
 * timed: N workers (tests/scrapy_redis_runner.py's ``start_workers``: a ``scrapy.Spider``
   following every link, ``CONCURRENT_REQUESTS = 4``, a JSON-lines feed each) crawl the kinds
@@ -247,9 +247,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="one round, N = 1 and 2")
     parser.add_argument("--scheduler", choices=["leases", "scrapy-redis+plugin"], default="leases")
+    parser.add_argument(
+        "--processes", help="the numbers of processes, comma-separated (1,2,3; --quick 1,2)"
+    )
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else args.rounds
     counts = (1, 2) if args.quick else (1, 2, 3)
+    if args.processes:
+        counts = tuple(int(n) for n in args.processes.split(","))
+        if 1 not in counts:
+            parser.error("--processes must include 1: the ratios are to one process")
     cores = len(os.sched_getaffinity(0))
     print(f"cores: {cores} of {os.cpu_count()} (sched_getaffinity); {load()} at the start")
     in_flight = shared_settings("", "", args.scheduler)["CONCURRENT_REQUESTS"]

@@ -23,9 +23,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "example_project"))
+#: The crawl subprocesses' environment: this tree first, then whatever PYTHONPATH was given.
 ENV = {
     **os.environ,
-    "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "example_project")]),
+    "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), str(ROOT / "example_project"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    ),
 }
 
 
