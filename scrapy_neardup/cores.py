@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 import time
 
-#: At most this many extraction workers by default: the crawler process feeds them.
-MAX_DEFAULT_WORKERS = 8
+#: At most this many extraction workers by default: one crawler thread feeds them, and more
+#: only hold memory (``docs/design.md#extraction``).
+MAX_DEFAULT_WORKERS = 4
 
 #: Seconds over which :func:`default_workers` watches how busy the cores are.
 BUSY_SAMPLE_S = 0.1

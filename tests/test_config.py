@@ -360,11 +360,11 @@ def test_enabled_defaults_to_true_and_refuses_what_scrapy_would_bend() -> None:
 
 @pytest.mark.parametrize(
     ("cores", "busy", "expected"),
-    [(2, 0.3, 2), (2, 0.6, 1), (2, 1.2, 1), (2, 5.0, 1), (16, 0.0, 8), (4, 2.4, 2)],
+    [(2, 0.3, 2), (2, 0.6, 1), (2, 1.2, 1), (2, 5.0, 1), (16, 0.0, 4), (4, 2.4, 2), (4, 0.0, 4)],
 )
 def test_default_workers_are_the_free_cores(monkeypatch, cores, busy, expected) -> None:
     """NEARDUP_WORKERS's default: the cores this process may use, less those busy now
-    (rounded); at least 1, at most 8."""
+    (rounded); at least 1, at most 4."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     monkeypatch.setattr(cores_module, "_busy_measured", None)
     monkeypatch.setattr(cores_module, "busy_cores", lambda cpus: busy)
