@@ -199,6 +199,14 @@ class LeasingScheduler(Scheduler):
             self._state.crawled_again(request.url)
         return request
 
+    def has_pending_requests(self) -> bool:
+        """Whether requests wait in the queue or are leased to any worker, this worker's done
+        ones acknowledged first: a worker whose last requests are done does not wait a sync
+        and the engine's next idle check (5 s) to find the crawl over."""
+        if self._done:
+            self._sync()
+        return super().has_pending_requests()
+
     def _sync(self) -> None:
         """The feed files made durable, then the requests done acknowledged and the lease
         renewed (a failure is logged once and tried again at the next sync)."""

@@ -24,7 +24,8 @@ import crawl_runner
 
 
 class FetchLog:
-    """An extension: records responses, and the scheduler's dupefilter, to ``FETCH_LOG``."""
+    """An extension: records responses, the scheduler's dupefilter, and the seconds from the
+    last response to the spider's close (``tail_s``), to ``FETCH_LOG``."""
 
     def __init__(self, crawler: Any) -> None:
         from scrapy import signals
@@ -32,6 +33,7 @@ class FetchLog:
         self.crawler = crawler
         self.path = Path(crawler.settings["FETCH_LOG"])
         self.record: dict[str, Any] = {"fetched": []}
+        self.last_response = time.monotonic()
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -42,6 +44,7 @@ class FetchLog:
 
     def response_downloaded(self, response: Any, request: Any, **kwargs: Any) -> None:
         self.record["fetched"].append(response.url)
+        self.last_response = time.monotonic()
 
     def _dupefilter(self) -> dict[str, Any]:
         from scrapy_neardup.state import crawl_state
@@ -62,6 +65,7 @@ class FetchLog:
 
     def spider_closed(self, spider: Any, reason: str) -> None:
         self.record["closed"] = self._dupefilter()
+        self.record["tail_s"] = time.monotonic() - self.last_response
         self.path.write_text(json.dumps(self.record, indent=1))
 
 

@@ -297,3 +297,16 @@ def test_two_leasing_workers_keep_each_document_once(client, server, site, site_
     done = crawl(site_url, tmp_path / "run", shared_settings(server.url, "two", "leases"), 2, None)
     assert check_demo(site, done) == []
     assert len(done.kept) == len(site.expected_unique_docs()) + len(site.near_copies())
+
+
+def test_a_leasing_worker_ends_once_its_last_request_is_done(server, site_url, tmp_path):
+    """A LeasingScheduler worker alone on its queue ends once its last request is done: its
+    idle check acknowledges its done requests first, rather than finding them leased until
+    its next sync (every 20 s here) and the engine's next idle check."""
+    from bench.bench_scaleout import crawl, shared_settings
+
+    settings = {**shared_settings(server.url, "alone", "leases"), "NEARDUP_FLUSH_INTERVAL": 30}
+    done = crawl(site_url, tmp_path / "run", settings, 1, None)
+    assert done.problems() == []
+    record = json.loads((tmp_path / "run" / "fetched0.json").read_text())
+    assert record["tail_s"] < 10
