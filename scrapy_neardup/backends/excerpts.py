@@ -16,6 +16,7 @@ from scrapy_neardup.backends.base import splitmix64, unpack
 
 if TYPE_CHECKING:
     from scrapy_neardup.backends.containment import Signature
+    from scrapy_neardup.backends.phrases import Phrases
 
 SHINGLE = 5
 WINDOW = 40
@@ -48,6 +49,14 @@ def winnow(sequence: np.ndarray, lines: np.ndarray | None = None) -> np.ndarray:
     return np.unique(mins[mins != _NONE])
 
 
+def fingerprints_of(phrases: Phrases) -> np.ndarray:
+    """The excerpt fingerprints of a phrase filter made by signing (:func:`winnow` of its
+    sequence and lines); none for a stored one, which has no sequence."""
+    if phrases.sequence is None:
+        return np.empty(0, dtype=np.uint64)
+    return winnow(phrases.sequence, phrases.line_words)
+
+
 def _window_min(x: np.ndarray, w: int) -> np.ndarray:
     """The minimum of every ``w`` consecutive values in O(n) (van Herk / Gil-Werman: within
     blocks of ``w``, the minimum of the suffix where a window starts and of the prefix where
@@ -78,11 +87,9 @@ class Excerpts:
         if signature.excerpts is not None:
             return signature.excerpts
         phrases = signature.phrases
-        if phrases.sequence is None:
-            return np.empty(0, dtype=np.uint64)
         fresh = self._fresh
         if fresh is None or fresh[0] is not phrases:  # a page is checked against several
-            fresh = self._fresh = (phrases, winnow(phrases.sequence, phrases.line_words))
+            fresh = self._fresh = (phrases, fingerprints_of(phrases))
         return fresh[1]
 
     def keys(self, signature: Signature) -> np.ndarray:
