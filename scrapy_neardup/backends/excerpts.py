@@ -77,20 +77,16 @@ class Excerpts:
         self._counts: np.ndarray = np.zeros(1 << 12, dtype=np.uint8)
         self._posted = 0
         self._last: tuple[Any, np.ndarray] | None = None
-        self._fresh: tuple[Any, np.ndarray] | None = None
 
     def params(self) -> dict[str, Any]:
         return {"winnow": f"word{SHINGLE}/{WINDOW}", "full": FULL}
 
     def fingerprints(self, signature: Signature) -> np.ndarray:
-        """All the excerpt fingerprints of a signature: stored, or from its shingles."""
-        if signature.excerpts is not None:
-            return signature.excerpts
-        phrases = signature.phrases
-        fresh = self._fresh
-        if fresh is None or fresh[0] is not phrases:  # a page is checked against several
-            fresh = self._fresh = (phrases, fingerprints_of(phrases))
-        return fresh[1]
+        """All the excerpt fingerprints of a signature: signed or stored with it, else from
+        its shingles."""
+        if signature.excerpts is None:
+            return fingerprints_of(signature.phrases)
+        return signature.excerpts
 
     def keys(self, signature: Signature) -> np.ndarray:
         """The tagged bucket keys of a signature's fingerprints, but for the full ones."""
