@@ -117,7 +117,7 @@ class Excerpts:
         find similar: they share at least half of new's fingerprints, as an excerpt shares
         all of its own (docs/design.md#excerpt-keys, screening)."""
         a, b = self.fingerprints(new), self.fingerprints(kept)
-        if not len(a) or not len(b):
+        if not len(a) or 2 * len(b) < len(a):  # too few to share half of them
             return False
         return 2 * len(set(a.tolist()).intersection(b.tolist())) >= len(a)  # numpy: 10x slower
 
