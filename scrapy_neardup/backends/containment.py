@@ -16,7 +16,7 @@ import numpy as np
 
 from scrapy_neardup.backends import BACKENDS
 from scrapy_neardup.backends.base import Backend
-from scrapy_neardup.backends.excerpts import Excerpts
+from scrapy_neardup.backends.excerpts import Excerpts, fingerprints_of
 from scrapy_neardup.backends.losses import COVERAGE, SHINGLES, coverage, holds, lossy
 from scrapy_neardup.backends.phrases import (
     BITS_PER_SHINGLE,
@@ -101,7 +101,7 @@ class Signature(NamedTuple):
     phrases: Phrases  # the 3-shingle filter containment reads
     shingles: Phrases | None = None  # the "similar" rule's shingles, when not 3-shingles
     spots: Phrases | None = None  # the spot rule's spots (set backends)
-    excerpts: np.ndarray | None = None  # the excerpt fingerprints stored (None: not decoded)
+    excerpts: np.ndarray | None = None  # the excerpt fingerprints (None: worked out on use)
 
 
 class Verified(Backend):
@@ -195,7 +195,10 @@ class Verified(Backend):
             extra = shingles_of(doc, self._spec)
         if self.similar_spots:
             spots = spots_of(doc)
-        return Signature(self.backend.signature(doc), phrases_of(doc), extra, spots)
+        phrases = phrases_of(doc)  # its excerpt fingerprints too: signing is a worker's
+        return Signature(
+            self.backend.signature(doc), phrases, extra, spots, fingerprints_of(phrases)
+        )
 
     def bucket_keys(self, signature: Signature) -> list[int]:
         return list(self.backend.bucket_keys(signature.backend)) + self.excerpt_keys(signature)

@@ -16,6 +16,7 @@ from scrapy_neardup.backends.base import splitmix64, unpack
 
 if TYPE_CHECKING:
     from scrapy_neardup.backends.containment import Signature
+    from scrapy_neardup.backends.phrases import Phrases
 
 SHINGLE = 5
 WINDOW = 40
@@ -48,6 +49,14 @@ def winnow(sequence: np.ndarray, lines: np.ndarray | None = None) -> np.ndarray:
     return np.unique(mins[mins != _NONE])
 
 
+def fingerprints_of(phrases: Phrases) -> np.ndarray:
+    """The excerpt fingerprints of a phrase filter made by signing (:func:`winnow` of its
+    sequence and lines); none for a stored one, which has no sequence."""
+    if phrases.sequence is None:
+        return np.empty(0, dtype=np.uint64)
+    return winnow(phrases.sequence, phrases.line_words)
+
+
 def _window_min(x: np.ndarray, w: int) -> np.ndarray:
     """The minimum of every ``w`` consecutive values in O(n) (van Herk / Gil-Werman: within
     blocks of ``w``, the minimum of the suffix where a window starts and of the prefix where
@@ -68,22 +77,16 @@ class Excerpts:
         self._counts: np.ndarray = np.zeros(1 << 12, dtype=np.uint8)
         self._posted = 0
         self._last: tuple[Any, np.ndarray] | None = None
-        self._fresh: tuple[Any, np.ndarray] | None = None
 
     def params(self) -> dict[str, Any]:
         return {"winnow": f"word{SHINGLE}/{WINDOW}", "full": FULL}
 
     def fingerprints(self, signature: Signature) -> np.ndarray:
-        """All the excerpt fingerprints of a signature: stored, or from its shingles."""
-        if signature.excerpts is not None:
-            return signature.excerpts
-        phrases = signature.phrases
-        if phrases.sequence is None:
-            return np.empty(0, dtype=np.uint64)
-        fresh = self._fresh
-        if fresh is None or fresh[0] is not phrases:  # a page is checked against several
-            fresh = self._fresh = (phrases, winnow(phrases.sequence, phrases.line_words))
-        return fresh[1]
+        """All the excerpt fingerprints of a signature: signed or stored with it, else from
+        its shingles."""
+        if signature.excerpts is None:
+            return fingerprints_of(signature.phrases)
+        return signature.excerpts
 
     def keys(self, signature: Signature) -> np.ndarray:
         """The tagged bucket keys of a signature's fingerprints, but for the full ones."""
@@ -114,7 +117,7 @@ class Excerpts:
         find similar: they share at least half of new's fingerprints, as an excerpt shares
         all of its own (docs/design.md#excerpt-keys, screening)."""
         a, b = self.fingerprints(new), self.fingerprints(kept)
-        if not len(a) or not len(b):
+        if not len(a) or 2 * len(b) < len(a):  # too few to share half of them
             return False
         return 2 * len(set(a.tolist()).intersection(b.tolist())) >= len(a)  # numpy: 10x slower
 

@@ -13,7 +13,7 @@ import heapq
 import mmap
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
 
@@ -165,19 +165,20 @@ class _Postings:
         buckets, the least filled first (as the dict store chose them). Sizes come from the
         spans, so the postings of a common bucket that is not probed are never read."""
         masked = [b & _MASK64 for b in buckets]
-        query = _short(np.array(masked, dtype=np.uint64))
         recent = [self._recent.get(key, ()) for key in masked]
-        sizes = np.array([len(r) for r in recent], dtype=np.int64)
+        counts = [len(r) for r in recent]
         spans = []
-        for run in self._runs:  # oldest first, so ids ascend within a bucket
-            left, right = run.spans(query)
-            sizes += right - left
-            spans.append((run.ids, left.tolist(), right.tolist()))
-        if probe is not None and probe < len(masked):
-            order = np.argsort(sizes, kind="stable")[:probe].tolist()
-        else:
-            order = range(len(masked))
-        counts = sizes.tolist()
+        if self._runs:  # none until FLUSH postings: sizes and ids from the dict alone
+            query = _short(np.array(masked, dtype=np.uint64))
+            sizes = np.array(counts, dtype=np.int64)
+            for run in self._runs:  # oldest first, so ids ascend within a bucket
+                left, right = run.spans(query)
+                sizes += right - left
+                spans.append((run.ids, left.tolist(), right.tolist()))
+            counts = sizes.tolist()
+        order: Iterable[int] = range(len(masked))
+        if probe is not None and probe < len(masked):  # stable, as np.argsort(kind="stable")
+            order = sorted(order, key=counts.__getitem__)[:probe]
         out: list[list[int]] = []
         for row in order:
             docs: list[int] = []
