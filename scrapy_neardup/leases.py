@@ -201,8 +201,8 @@ class LeasingScheduler(Scheduler):
 
     def has_pending_requests(self) -> bool:
         """Whether requests wait in the queue or are leased to any worker, this worker's done
-        ones acknowledged first: a worker whose last requests are done does not wait a sync
-        and the engine's next idle check (5 s) to find the crawl over."""
+        ones acknowledged first: a worker whose last requests are done does not wait for its
+        next sync and the engine's next idle check (5 s) to find the crawl over."""
         if self._done:
             self._sync()
         return super().has_pending_requests()
