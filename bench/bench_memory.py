@@ -122,7 +122,7 @@ def fill(
     method = Verified(make_backend(name))
     signed = [method.signature(Document(t)) for t in documents(SIGNED, seed)]
     signed = [s for s in signed if s.phrases.count]
-    counts = [len(method.excerpts.fingerprints(s)) if excerpts else 0 for s in signed]
+    counts = [len(s.excerpts) if excerpts else 0 for s in signed]
     rng = np.random.default_rng(seed)
     if store_name == "compact":
         store: Any = MemoryBucketStore(codec=method)

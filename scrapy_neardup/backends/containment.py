@@ -16,7 +16,7 @@ import numpy as np
 
 from scrapy_neardup.backends import BACKENDS
 from scrapy_neardup.backends.base import Backend
-from scrapy_neardup.backends.excerpts import Excerpts, fingerprints_of
+from scrapy_neardup.backends.excerpts import NO_FINGERPRINTS, Excerpts, fingerprints_of
 from scrapy_neardup.backends.losses import COVERAGE, SHINGLES, coverage, holds, lossy
 from scrapy_neardup.backends.phrases import (
     BITS_PER_SHINGLE,
@@ -101,7 +101,7 @@ class Signature(NamedTuple):
     phrases: Phrases  # the 3-shingle filter containment reads
     shingles: Phrases | None = None  # the "similar" rule's shingles, when not 3-shingles
     spots: Phrases | None = None  # the spot rule's spots (set backends)
-    excerpts: np.ndarray | None = None  # the excerpt fingerprints (None: worked out on use)
+    excerpts: np.ndarray = NO_FINGERPRINTS  # the excerpt fingerprints, signed or stored
 
 
 class Verified(Backend):
@@ -295,7 +295,7 @@ class Verified(Backend):
         backend = self.backend.decode(bytes(inner))
         phrases, at = _filter_part(view, at)
         if len(data) == at:  # written without the similar rule's filter and excerpt keys
-            return Signature(backend, phrases, excerpts=Excerpts.decode(b""))
+            return Signature(backend, phrases)
         extra, at = _sized_part(view, at, "similar-rule filter")
         # The similar rule's filters, one after the other: its shingles' (where they are not
         # 3-shingles), then its spots' (absent from states written before the spot rule).

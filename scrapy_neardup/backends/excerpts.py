@@ -49,11 +49,15 @@ def winnow(sequence: np.ndarray, lines: np.ndarray | None = None) -> np.ndarray:
     return np.unique(mins[mins != _NONE])
 
 
+#: A signature's excerpt fingerprints where it has none (a state saved without them).
+NO_FINGERPRINTS = np.empty(0, dtype=np.uint64)
+
+
 def fingerprints_of(phrases: Phrases) -> np.ndarray:
     """The excerpt fingerprints of a phrase filter made by signing (:func:`winnow` of its
     sequence and lines); none for a stored one, which has no sequence."""
     if phrases.sequence is None:
-        return np.empty(0, dtype=np.uint64)
+        return NO_FINGERPRINTS
     return winnow(phrases.sequence, phrases.line_words)
 
 
@@ -81,19 +85,12 @@ class Excerpts:
     def params(self) -> dict[str, Any]:
         return {"winnow": f"word{SHINGLE}/{WINDOW}", "full": FULL}
 
-    def fingerprints(self, signature: Signature) -> np.ndarray:
-        """All the excerpt fingerprints of a signature: signed or stored with it, else from
-        its shingles."""
-        if signature.excerpts is None:
-            return fingerprints_of(signature.phrases)
-        return signature.excerpts
-
     def keys(self, signature: Signature) -> np.ndarray:
         """The tagged bucket keys of a signature's fingerprints, but for the full ones."""
         last = self._last
         if last is not None and last[0] is signature:
             return last[1]
-        keys = splitmix64(self.fingerprints(signature) ^ _TAG)
+        keys = splitmix64(signature.excerpts ^ _TAG)
         keys = keys[self._counts[self._slots(keys)] < FULL]
         self._last = (signature, keys)
         return keys
@@ -116,13 +113,13 @@ class Excerpts:
         """Whether ``kept`` is worth verifying for a ``new`` page that its backend does not
         find similar: they share at least half of new's fingerprints, as an excerpt shares
         all of its own (docs/design.md#excerpt-keys, screening)."""
-        a, b = self.fingerprints(new), self.fingerprints(kept)
+        a, b = new.excerpts, kept.excerpts
         if not len(a) or 2 * len(b) < len(a):  # too few to share half of them
             return False
         return 2 * len(set(a.tolist()).intersection(b.tolist())) >= len(a)  # numpy: 10x slower
 
     def encode(self, signature: Signature) -> bytes:
-        return self.fingerprints(signature).astype("<u8", copy=False).tobytes()
+        return signature.excerpts.astype("<u8", copy=False).tobytes()
 
     @staticmethod
     def decode(data: bytes | memoryview) -> np.ndarray:
