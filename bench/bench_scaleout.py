@@ -92,6 +92,13 @@ class Crawl:
     waited: float  # seconds they waited for a core while runnable, summed
     runs: list[list[dict[str, Any]]]  # each worker's items' fates, then its stats
     fetched: list[str]  # the URL of every response, over all workers
+    crawling: float  # seconds from the first response of any worker to the last of any
+
+    @property
+    def crawl_rate(self) -> float:
+        """Responses a second while the workers crawl: their start-up and the idle wait
+        before each one closes left out."""
+        return len(self.fetched) / self.crawling if self.crawling > 0 else 0.0
 
     @property
     def busy(self) -> int:
@@ -157,14 +164,16 @@ def crawl(start_url: str, run: Path, settings: dict, n: int, spider: str | None)
     seconds = time.monotonic() - start
     if any(proc.returncode for proc in procs):
         raise RuntimeError((run / "stderr.log").read_text()[-3000:])
-    fetched = [json.loads((run / f"fetched{k}.json").read_text())["fetched"] for k in range(n)]
+    logs = [json.loads((run / f"fetched{k}.json").read_text()) for k in range(n)]
+    times = [log[key] for log in logs for key in ("first_at", "last_at") if key in log]
     return Crawl(
         start_url,
         seconds,
         sum(ran for ran, _ in last.values()),
         sum(waited for _, waited in last.values()),
         [feed_lines(run / f"fates{k}.jsonl") for k in range(n)],
-        [url for urls in fetched for url in urls],
+        [url for log in logs for url in log["fetched"]],
+        max(times) - min(times) if times else 0.0,
     )
 
 
@@ -265,7 +274,7 @@ def main(argv: list[str] | None = None) -> None:
         f"from the site ({in_flight} requests in flight, {DELAY} s each)"
     )
     print(flush=True)
-    figures: dict[int, list[tuple[float, float, float, float]]] = {n: [] for n in counts}
+    figures: dict[int, list[tuple[float, float, float, float, float]]] = {n: [] for n in counts}
     failed: list[str] = []
     with (
         Sites() as sites,
@@ -279,20 +288,29 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 lives = n * done.seconds
                 figures[n].append(
-                    (done.seconds, pages / done.seconds, done.ran / lives, done.waited / lives)
+                    (
+                        done.seconds,
+                        pages / done.seconds,
+                        done.crawl_rate,
+                        done.ran / lives,
+                        done.waited / lives,
+                    )
                 )
                 failed += [f"N={n} round {r + 1}: {p}" for p in problems]
                 print(
                     f"round {r + 1} N={n}: {pages} pages in the feeds, {done.seconds:.1f} s, "
-                    f"{pages / done.seconds:.1f} pages/s, {done.busy} of {n} workers fetched; "
+                    f"{pages / done.seconds:.1f} pages/s; {len(done.fetched)} responses in "
+                    f"{done.crawling:.1f} s of crawling, {done.crawl_rate:.1f}/s; "
+                    f"{done.busy} of {n} workers fetched; "
                     f"on a core {done.ran:.1f} s, waiting for one {done.waited:.1f} s; "
                     f"check: {'; '.join(problems) or 'ok'}",
                     flush=True,
                 )
     one = statistics.median(f[1] for f in figures[1])
+    one_crawling = statistics.median(f[2] for f in figures[1])
     rows = []
     for n in counts:
-        seconds, rate, ran, waited = (
+        seconds, rate, crawl_rate, ran, waited = (
             statistics.median(column) for column in zip(*figures[n], strict=True)
         )
         rows.append(
@@ -301,6 +319,8 @@ def main(argv: list[str] | None = None) -> None:
                 f"{seconds:.1f}",
                 f"{rate:.1f}",
                 f"{rate / one:.2f}x",
+                f"{crawl_rate:.1f}",
+                f"{crawl_rate / one_crawling:.2f}x",
                 f"{ran:.0%}",
                 f"{waited:.0%}",
                 f"{max(1 - ran - waited, 0):.0%}",  # threads overlap: can sum over 100 %
@@ -308,14 +328,28 @@ def main(argv: list[str] | None = None) -> None:
         )
     print()
     print_table(
-        ["processes", "seconds", "pages/s", "vs N=1", "on a core", "waiting for one", "neither"],
+        [
+            "processes",
+            "seconds",
+            "pages/s",
+            "vs N=1",
+            "responses/s crawling",
+            "vs N=1",
+            "on a core",
+            "waiting for one",
+            "neither",
+        ],
         rows,
         title=f"The kinds site's crawl shared in Redis, medians of {rounds} round(s):",
     )
     print(
-        f"{load()} at the end. A worker's time from the first start to the last end: on a\n"
-        "core, waiting for one while runnable (the cores and whatever else runs on them bound\n"
-        "the crawl), or neither (waiting for the site or Redis, or not running yet or any more)."
+        f"{load()} at the end. Pages/s: the pages in the feeds over the seconds from the first\n"
+        "start to the last end; responses/s crawling: every response over the seconds from the\n"
+        "first response of any worker to the last of any (start-up and the idle wait before a\n"
+        "worker closes left out: what a long crawl gets). A worker's time from the first start\n"
+        "to the last end: on a core, waiting for one while runnable (the cores and whatever\n"
+        "else runs on them bound the crawl), or neither (waiting for the site or Redis, or not\n"
+        "running yet or any more)."
     )
     if failed:
         print("check FAILED:\n  " + "\n  ".join(failed), file=sys.stderr)

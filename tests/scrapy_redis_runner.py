@@ -24,8 +24,10 @@ import crawl_runner
 
 
 class FetchLog:
-    """An extension: records responses, the scheduler's dupefilter, and the seconds from the
-    last response to the spider's close (``tail_s``), to ``FETCH_LOG``."""
+    """An extension: records responses, the scheduler's dupefilter, the seconds from the
+    last response to the spider's close (``tail_s``), and when the first and the last
+    response came (``first_at``, ``last_at``: ``time.monotonic()``, one clock for every
+    process of the machine), to ``FETCH_LOG``."""
 
     def __init__(self, crawler: Any) -> None:
         from scrapy import signals
@@ -45,6 +47,8 @@ class FetchLog:
     def response_downloaded(self, response: Any, request: Any, **kwargs: Any) -> None:
         self.record["fetched"].append(response.url)
         self.last_response = time.monotonic()
+        self.record.setdefault("first_at", self.last_response)
+        self.record["last_at"] = self.last_response
 
     def _dupefilter(self) -> dict[str, Any]:
         from scrapy_neardup.state import crawl_state
