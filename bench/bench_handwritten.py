@@ -512,7 +512,7 @@ def report(results: dict[str, list[dict]], cores: int, rounds: int, root: Path) 
             print(f"{name}: dropped URLs that differ from one round to the next: {differ}")
     replayed = results.get("replayed", [])
     for number, (a, z) in enumerate(
-        zip(results["add-on"][: len(replayed)], replayed, strict=True), 1
+        zip(results.get("add-on", [])[: len(replayed)], replayed, strict=True), 1
     ):
         only_a = sorted(set(a["dropped"]) - set(z["dropped"]))
         only_z = sorted(set(z["dropped"]) - set(a["dropped"]))

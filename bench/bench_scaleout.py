@@ -1,20 +1,25 @@
 """One crawl shared by N crawler processes in one Redis: pages/s against N, and a check.
 
     python bench/bench_scaleout.py [--rounds 3] [--quick] [--scheduler leases] [--processes 1,2,4]
+                                   [--articles 600]
 
 Starts its own ``redis-server`` on a free loopback port (tests/redis_server.py) and serves
-on loopback tests/kinds_site.py (600 article pages, each answered after 0.05 s, so that a
-crawl is not only CPU-bound) and the example project's demo site (near copies, and the
-ground truth of what is a copy of what). For N = 1, 2, 3 processes (1, 2 with ``--quick``;
-``--processes`` chooses others), each round, on an emptied database:
+on loopback tests/kinds_site.py (600 article pages, ``--articles`` sets how many, each
+answered after 0.05 s, so that a crawl is not only CPU-bound) and the example project's demo
+site (near copies, and the ground truth of what is a copy of what). For N = 1, 2, 3
+processes (1, 2 with ``--quick``; ``--processes`` chooses others), each round, on an emptied
+database:
 
 * timed: N workers (tests/scrapy_redis_runner.py's ``start_workers``: a ``scrapy.Spider``
-  following every link, ``CONCURRENT_REQUESTS = 4``, a JSON-lines feed each) crawl the kinds
-  site from one shared queue, the plugin on with ``NEARDUP_STORAGE = "redis"`` under one
-  prefix. Pages/s: the pages in the union of the feeds over the seconds from the first
-  start to the last end. Checked: every page fetched, and once over all workers (but the
-  start URL, once in each: Scrapy's start requests skip the filter), every article kept,
-  none dropped (no two are near copies);
+  following every link, ``CONCURRENT_REQUESTS = 4``, a JSON-lines feed each; for N > 1,
+  ``NEARDUP_WORKERS`` as the README says for several processes on one machine: the cores
+  over N, less one, at most 4) crawl the kinds site from one shared queue, the plugin on
+  with ``NEARDUP_STORAGE = "redis"`` under one prefix. Pages/s: the pages in the union of
+  the feeds over the seconds from the first start to the last end; responses/s crawling:
+  every response over the seconds from the first response of any worker to the last of
+  any. Checked: every page fetched, and once over all workers (but the start URL, once in
+  each: Scrapy's start requests skip the filter), every article kept, none dropped (no two
+  are near copies);
 * untimed: N workers crawl the demo site the same way. Checked: no URL fetched twice, every
   distinct document kept once (beside each near copy the default decision keeps), every
   drop a copy of its own document.
@@ -50,7 +55,7 @@ for path in (ROOT, ROOT / "tests", ROOT / "example_project"):
 from crash_runner import feed_lines  # noqa: E402
 from crawl_runner import assert_each_document_once  # noqa: E402
 from demo_site import build_site, serve  # noqa: E402
-from kinds_site import LISTS, KindsSite  # noqa: E402
+from kinds_site import KindsSite  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 from scrapy_redis_runner import feed_urls, start_workers, workers_settings  # noqa: E402
 
@@ -182,7 +187,9 @@ def check_kinds(site: KindsSite, base: str, done: Crawl) -> list[str]:
     article not kept, or one dropped (no two are near copies)."""
     problems = done.problems()
     articles = site.article_urls(base)
-    pages = {canonical_url(base + path) for path in ["/", *(f"/list/{k}" for k in range(LISTS))]}
+    pages = {
+        canonical_url(base + path) for path in ["/", *(f"/list/{k}" for k in range(site.lists))]
+    }
     pages |= {canonical_url(url) for url in articles}
     missed = pages - {canonical_url(url) for url in done.fetched}
     if missed:
@@ -210,10 +217,14 @@ def check_demo(site: Any, done: Crawl) -> list[str]:
 
 
 class Sites:
-    """The kinds site (0.05 s a page) and the demo site, served on loopback while open."""
+    """The kinds site (0.05 s a page, ``articles`` articles) and the demo site, served on
+    loopback while open."""
+
+    def __init__(self, articles: int) -> None:
+        self.articles = articles
 
     def __enter__(self) -> Sites:
-        self.kinds = KindsSite()
+        self.kinds = KindsSite(articles=self.articles)
         self.kinds_http, self.kinds_url = self.kinds.serve(DELAY)
         self.demo = build_site()
         self.demo_http, port = serve("127.0.0.1", 0, self.demo)
@@ -226,11 +237,23 @@ class Sites:
             http.server_close()
 
 
-def shared_settings(redis_url: str, prefix: str, scheduler: str) -> dict[str, Any]:
+def shared_settings(redis_url: str, prefix: str, scheduler: str, n: int) -> dict[str, Any]:
     """tests/scrapy_redis_runner.py's ``workers_settings`` with the default lease (60 s):
     with its 2 s, meant for the kill tests, a renewal 2 s late (seen on a loaded 2-core
-    machine) ends a live worker's lease, and its requests are fetched twice."""
-    return {**workers_settings(redis_url, prefix, scheduler), "NEARDUP_LEASE_TIMEOUT": 60}
+    machine) ends a live worker's lease, and its requests are fetched twice. With ``n``
+    processes, each gets :func:`extraction_workers`."""
+    settings = {**workers_settings(redis_url, prefix, scheduler), "NEARDUP_LEASE_TIMEOUT": 60}
+    if n > 1:
+        settings["NEARDUP_WORKERS"] = extraction_workers(n)
+    return settings
+
+
+def extraction_workers(n: int) -> int:
+    """``NEARDUP_WORKERS`` for each of ``n`` crawler processes on this machine, as the README
+    says to set it: processes started together each find every core idle, and by default
+    would each start up to 4 workers; so each gets its share of the cores less one for its
+    own crawler thread, at least one, at most the default's 4."""
+    return max(1, min(4, len(os.sched_getaffinity(0)) // n - 1))
 
 
 def shared_crawls(
@@ -242,10 +265,10 @@ def shared_crawls(
     client = redis_client.connect(redis_url)
     client.flushdb()
     client.close()
-    settings = shared_settings(redis_url, "kinds", scheduler)
+    settings = shared_settings(redis_url, "kinds", scheduler, n)
     kinds = crawl(sites.kinds_url, run / "kinds", settings, n, KINDS_SPIDER)
     problems = check_kinds(sites.kinds, sites.kinds_url, kinds)
-    settings = shared_settings(redis_url, "demo", scheduler)
+    settings = shared_settings(redis_url, "demo", scheduler, n)
     demo = crawl(sites.demo_url, run / "demo", settings, n, DEMO_SPIDER)
     problems += [f"demo site: {p}" for p in check_demo(sites.demo, demo)]
     return kinds, len(set(feed_urls(run / "kinds", n))), problems
@@ -259,6 +282,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--processes", help="the numbers of processes, comma-separated (1,2,3; --quick 1,2)"
     )
+    parser.add_argument("--articles", type=int, default=600, help="the kinds site's articles (600)")
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else args.rounds
     counts = (1, 2) if args.quick else (1, 2, 3)
@@ -268,16 +292,18 @@ def main(argv: list[str] | None = None) -> None:
             parser.error("--processes must include 1: the ratios are to one process")
     cores = len(os.sched_getaffinity(0))
     print(f"cores: {cores} of {os.cpu_count()} (sched_getaffinity); {load()} at the start")
-    in_flight = shared_settings("", "", args.scheduler)["CONCURRENT_REQUESTS"]
+    in_flight = shared_settings("", "", args.scheduler, 1)["CONCURRENT_REQUESTS"]
     print(
         f"scheduler: {args.scheduler}; a worker gets at most {in_flight / DELAY:.0f} pages/s "
         f"from the site ({in_flight} requests in flight, {DELAY} s each)"
     )
+    shares = ", ".join(f"N={n}: {extraction_workers(n)}" for n in counts if n > 1)
+    print(f"NEARDUP_WORKERS: the default for N=1; {shares or 'none'}", flush=True)
     print(flush=True)
     figures: dict[int, list[tuple[float, float, float, float, float]]] = {n: [] for n in counts}
     failed: list[str] = []
     with (
-        Sites() as sites,
+        Sites(args.articles) as sites,
         tempfile.TemporaryDirectory() as tmp,
         RedisServer(Path(tmp) / "redis") as server,
     ):

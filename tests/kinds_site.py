@@ -1,8 +1,8 @@
 """A small loopback site for the spider kinds of tests/test_crash_kinds.py.
 
-``ARTICLES`` article pages ``/a/<n>``, each with its own text (words drawn from a seeded
-vocabulary, so no two pages are near-duplicates) and links to three other articles. They are
-reached in every way a spider kind needs:
+``ARTICLES`` article pages ``/a/<n>`` (or as many as asked), each with its own text (words
+drawn from a seeded vocabulary, so no two pages are near-duplicates) and links to three other
+articles. They are reached in every way a spider kind needs:
 
 * HTML: ``/`` links to the list pages ``/list/<k>`` (``PER_LIST`` articles each, and the
   next list page);
@@ -27,7 +27,6 @@ from urllib.parse import parse_qs, urlsplit
 
 ARTICLES = 600
 PER_LIST = 20
-LISTS = ARTICLES // PER_LIST
 SITEMAPS = 3
 
 
@@ -49,7 +48,7 @@ def title(n: int) -> str:
     return f"Article number {n}"
 
 
-def _article(n: int, words: list[str], rng: random.Random) -> bytes:
+def _article(n: int, articles: int, words: list[str], rng: random.Random) -> bytes:
     paragraphs = []
     for _ in range(5):
         sentences = []
@@ -58,7 +57,7 @@ def _article(n: int, words: list[str], rng: random.Random) -> bytes:
             sentences.append(sentence.capitalize() + ".")
         paragraphs.append("<p>" + " ".join(sentences) + "</p>")
     links = "".join(
-        f'<li><a href="{article_path((n + d) % ARTICLES)}">more {(n + d) % ARTICLES}</a></li>'
+        f'<li><a href="{article_path((n + d) % articles)}">more {(n + d) % articles}</a></li>'
         for d in (1, 7, 31)
     )
     return _page(
@@ -82,9 +81,9 @@ def _list_body(k: int) -> str:
     return f'<ul class="articles">{items}</ul>'
 
 
-def _search_form(k: int) -> str:
+def _search_form(k: int, lists: int) -> str:
     return (
-        f'<form id="search" method="post" action="/search" data-pages="{LISTS}">'
+        f'<form id="search" method="post" action="/search" data-pages="{lists}">'
         f'<input type="hidden" name="page" value="{k}"><input type="submit" value="Go"></form>'
     )
 
@@ -103,27 +102,29 @@ class _QuietServer(ThreadingHTTPServer):
 class KindsSite:
     """The pages, built once from a seed; :meth:`serve` serves them on loopback."""
 
-    def __init__(self, seed: int = 7) -> None:
+    def __init__(self, seed: int = 7, articles: int = ARTICLES) -> None:
+        self.articles = articles
+        self.lists = articles // PER_LIST
         rng = random.Random(seed)
         words = _vocabulary(rng)
         self.pages: dict[str, tuple[str, bytes]] = {}
         html = "text/html; charset=utf-8"
-        for n in range(ARTICLES):
-            self.pages[article_path(n)] = (html, _article(n, words, rng))
-        home = "".join(f'<li><a href="/list/{k}">List {k}</a></li>' for k in range(LISTS))
+        for n in range(articles):
+            self.pages[article_path(n)] = (html, _article(n, articles, words, rng))
+        home = "".join(f'<li><a href="/list/{k}">List {k}</a></li>' for k in range(self.lists))
         self.pages["/"] = (html, _page("Home", f"<ul>{home}</ul>"))
-        for k in range(LISTS):
-            more = f'<a class="next" href="/list/{k + 1}">next</a>' if k + 1 < LISTS else ""
+        for k in range(self.lists):
+            more = f'<a class="next" href="/list/{k + 1}">next</a>' if k + 1 < self.lists else ""
             self.pages[f"/list/{k}"] = (html, _page(f"List {k}", _list_body(k) + more))
-        self.pages["/search"] = (html, _page("Search", _search_form(0)))
+        self.pages["/search"] = (html, _page("Search", _search_form(0, self.lists)))
         self.pages["/robots.txt"] = ("text/plain", b"User-agent: *\nSitemap: /sitemap.xml\n")
         self.urls_of_sitemap = [
-            [article_path(n) for n in range(ARTICLES) if n % SITEMAPS == s] for s in range(SITEMAPS)
+            [article_path(n) for n in range(articles) if n % SITEMAPS == s] for s in range(SITEMAPS)
         ]
 
     def article_urls(self, base: str) -> set[str]:
         """Every page a spider must deliver an item for."""
-        return {base.rstrip("/") + article_path(n) for n in range(ARTICLES)}
+        return {base.rstrip("/") + article_path(n) for n in range(self.articles)}
 
     def dynamic(self, path: str, base: str) -> tuple[str, bytes] | None:
         """Pages whose links are absolute (they need the server's own address)."""
@@ -146,27 +147,29 @@ class KindsSite:
             items = "".join(
                 f"<item><title>{title(n)}</title><link>{base}{article_path(n)}</link>"
                 f"<guid>{n}</guid></item>"
-                for n in range(ARTICLES)
+                for n in range(self.articles)
             )
             return "application/rss+xml", (
                 f'<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel>'
                 f"<title>Feed</title>{items}</channel></rss>"
             ).encode()
         if path == "/feed.csv":
-            rows = "".join(f"{n},{base}{article_path(n)},{title(n)}\n" for n in range(ARTICLES))
+            rows = "".join(
+                f"{n},{base}{article_path(n)},{title(n)}\n" for n in range(self.articles)
+            )
             return "text/csv", ("id,url,title\n" + rows).encode()
         return None
 
     def post(self, path: str, content_type: str, body: bytes) -> tuple[str, bytes] | None:
         if path == "/search" and content_type.startswith("application/x-www-form-urlencoded"):
             k = int(parse_qs(body.decode())["page"][0])
-            form = _search_form(k + 1) if k + 1 < LISTS else ""
+            form = _search_form(k + 1, self.lists) if k + 1 < self.lists else ""
             return "text/html; charset=utf-8", _page(f"Results {k}", _list_body(k) + form)
         if path == "/api/list" and content_type.startswith("application/json"):
             k = int(json.loads(body)["page"])
             urls = [article_path(n) for n in range(k * PER_LIST, (k + 1) * PER_LIST)]
             return "application/json", json.dumps(
-                {"urls": urls, "next": k + 1 if k + 1 < LISTS else None}
+                {"urls": urls, "next": k + 1 if k + 1 < self.lists else None}
             ).encode()
         return None
 
