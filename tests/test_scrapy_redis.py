@@ -294,7 +294,8 @@ def test_two_leasing_workers_keep_each_document_once(client, server, site, site_
     decision keeps), every drop a copy of its own document, no live worker's lease taken."""
     from bench.bench_scaleout import check_demo, crawl, shared_settings
 
-    done = crawl(site_url, tmp_path / "run", shared_settings(server.url, "two", "leases"), 2, None)
+    settings = shared_settings(server.url, "two", "leases", 2)
+    done = crawl(site_url, tmp_path / "run", settings, 2, None)
     assert check_demo(site, done) == []
     assert len(done.kept) == len(site.expected_unique_docs()) + len(site.near_copies())
 
@@ -305,7 +306,7 @@ def test_a_leasing_worker_ends_once_its_last_request_is_done(server, site_url, t
     its next sync (every 20 s here) and the engine's next idle check."""
     from bench.bench_scaleout import crawl, shared_settings
 
-    settings = {**shared_settings(server.url, "alone", "leases"), "NEARDUP_FLUSH_INTERVAL": 30}
+    settings = {**shared_settings(server.url, "alone", "leases", 1), "NEARDUP_FLUSH_INTERVAL": 30}
     done = crawl(site_url, tmp_path / "run", settings, 1, None)
     assert done.problems() == []
     record = json.loads((tmp_path / "run" / "fetched0.json").read_text())
