@@ -202,10 +202,14 @@ class Verified(Backend):
             extra = shingles_of(doc, self._spec)
         if self.similar_spots:
             spots = spots_of(doc)
-        titles = title_words(doc) if self.decision == "similar" else None
         phrases = phrases_of(doc)  # its excerpt fingerprints too: signing is a worker's
         return Signature(
-            self.backend.signature(doc), phrases, extra, spots, fingerprints_of(phrases), titles
+            self.backend.signature(doc),
+            phrases,
+            extra,
+            spots,
+            fingerprints_of(phrases),
+            title_words(doc),
         )
 
     def bucket_keys(self, signature: Signature) -> list[int]:
@@ -325,7 +329,7 @@ class Verified(Backend):
         if len(filters) > 2:
             raise ValueError("corrupt verified signature: too many similar-rule filters")
         filters += [None] * (2 - len(filters))
-        titles = None  # absent from states written before the title check, and under "contained"
+        titles = None  # absent from states written before the title check
         if titled:
             words, at = _sized_part(view, at, "title words")
             titles = unpack(words, "<u8", "title words")
