@@ -8,6 +8,7 @@ import asyncio
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 from saved_state import resume
 from scrapy.utils.test import get_crawler
@@ -255,6 +256,70 @@ def test_a_copy_joins_the_closest_kept_page() -> None:
         found = dedup.near.search("", dedup.near.method.signature(reprint), add=False)[0]
         assert [m.key for m in found] == ["story"]
         assert (found[0].rank > 0.8) == (decision == "similar") and found[0].rank >= 0
+
+
+# -- the title check (docs/design.md#similar-decision) --------------------------------------
+
+
+def headline(n: int, first: int) -> list[str]:
+    """``n`` title words of their own (in no article's or template's text)."""
+    return [letter_word(6000 + first + i) for i in range(n)]
+
+
+def news(title: list[str], story: list[str], template: list[str]) -> str:
+    """A page as extraction writes it: its title, a blank line, then its story (whose lead
+    repeats the title's words) and its template, in sentences of 12 words."""
+    ws = story + template
+    lines = [" ".join(ws[i : i + 12]) + "." for i in range(0, len(ws), 12)]
+    return " ".join(title) + "\n\n" + "\n".join(lines)
+
+
+TITLE_X, TITLE_Y = headline(5, 0), headline(5, 10)
+STORY_X, STORY_Y = TITLE_X + english(30, 595), TITLE_Y + english(31, 95)
+
+
+def test_two_articles_of_one_template_are_not_similar_by_their_template() -> None:
+    # a comment thread of 1,000 words under two short articles: the pair's 2-shingle Jaccard
+    # is the template's, far above the threshold, but neither title is in the other page
+    thread = english(32, 1000)
+    a, b = news(TITLE_X, STORY_X[:100], thread), news(TITLE_Y, STORY_Y, thread)
+    method = Deduplicator(decision="similar").near.method
+    signed_a, signed_b = method.signature(Document(a)), method.signature(Document(b))
+    assert jaccard(signed_b.shingles, signed_a.shingles) > 2 * SIMILARITY
+    assert len(signed_a.titles) == len(signed_b.titles) == 5
+    assert method.similar(signed_b, signed_a, 0.0)[0] is False
+    assert not pair_of(Deduplicator(decision="similar"), a, b).is_duplicate  # kept (related)
+    # a page stored before the title check: the pair decides as it did
+    older = method.decode(method.encode(signed_a._replace(titles=None)))
+    assert older.titles is None and method.similar(signed_b, older, 0.0)[0] is True
+    # under "contained" the check decides nothing: the pair is near, as it was
+    contained = Deduplicator().near.method
+    signed = [contained.signature(Document(page)) for page in (b, a)]
+    assert contained.similar(*signed, 0.0)[0] is True
+
+
+def test_a_retitled_reprint_in_another_template_is_still_dropped() -> None:
+    # the outlet's headline keeps two of the story's words (its lead repeats them) and adds
+    # its own; the story's edited in 5 % of its words, in a template of its own
+    retitled = TITLE_X[:2] + headline(2, 20)
+    kept = news(TITLE_X, STORY_X, english(33, 300))
+    reprint = news(retitled, edited(STORY_X, 0.05, seed=34), english(34, 300))
+    method = Deduplicator(decision="similar").near.method
+    assert len(method.signature(Document(reprint)).titles) == 2  # the two its lead repeats
+    assert pair_of(Deduplicator(decision="similar"), reprint, kept).duplicate_of == "a"
+
+
+def test_title_words_are_saved_with_the_signature() -> None:
+    method = Deduplicator(decision="similar").near.method
+    signed = method.signature(Document(news(TITLE_X, STORY_X, [])))
+    decoded = method.decode(method.encode(signed))
+    assert np.array_equal(decoded.titles, signed.titles) and len(decoded.titles) == 5
+    assert np.array_equal(decoded.excerpts, signed.excerpts)
+
+
+def pair_of(dedup: Deduplicator, new: str, base: str) -> Any:
+    assert not dedup.check("a", base).is_duplicate
+    return dedup.check("b", new)
 
 
 @pytest.mark.parametrize("size", [2, 3])

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from scrapy_neardup.backends import BACKENDS
-from scrapy_neardup.backends.base import Backend
+from scrapy_neardup.backends.base import Backend, unpack
 from scrapy_neardup.backends.excerpts import NO_FINGERPRINTS, Excerpts, fingerprints_of
 from scrapy_neardup.backends.losses import COVERAGE, SHINGLES, coverage, holds, lossy
 from scrapy_neardup.backends.phrases import (
@@ -29,6 +29,8 @@ from scrapy_neardup.backends.phrases import (
     spot_params,
     spot_similarity,
     spots_of,
+    title_words,
+    titles_shared,
 )
 from scrapy_neardup.text import Document, ShingleSpec
 
@@ -52,6 +54,8 @@ STRONG = 8
 #: A kept page with fewer distinct 3-shingles than this share of a new page's is not verified
 #: against it (Verified.check): it cannot hold the new page's own text at the decision's lines.
 SMALLER_KEPT = 0.1
+# Set in a signature's similar-rule filter length where its title words follow that part.
+_TITLED = 1 << 31
 
 
 def candidate_params(
@@ -102,6 +106,7 @@ class Signature(NamedTuple):
     shingles: Phrases | None = None  # the "similar" rule's shingles, when not 3-shingles
     spots: Phrases | None = None  # the spot rule's spots (set backends)
     excerpts: np.ndarray = NO_FINGERPRINTS  # the excerpt fingerprints, signed or stored
+    titles: np.ndarray | None = None  # the title check's words (None: stored without them)
 
 
 class Verified(Backend):
@@ -114,9 +119,11 @@ class Verified(Backend):
     * ``"contained"``: the lossless rule (:func:`holds`), screened by ``coverage`` of the new
       document's words in a 3-shingle of the kept one, lines lost below ``shingles``.
     * ``"similar"``: the Jaccard of the two documents' word ``similar_shingles``-shingles
-      (:func:`jaccard`) at least ``similarity``, or the spot rule (:func:`spot_similarity`);
-      a copy joins the closest kept page (``Check.rank``). For a backend with a
-      ``similar_threshold`` (simhash, cosine), its own estimate at least ``similarity``.
+      (:func:`jaccard`) at least ``similarity``, or the spot rule (:func:`spot_similarity`),
+      where each page's title words are words of the other (:func:`titles_shared`; a pair
+      with a page signed or stored without them passes); a copy joins the closest kept page
+      (``Check.rank``). For a backend with a ``similar_threshold`` (simhash, cosine), its own
+      estimate at least ``similarity``.
 
     A pair the other rule holds is ``near`` (kept, recorded beside the kept one).
     """
@@ -197,7 +204,12 @@ class Verified(Backend):
             spots = spots_of(doc)
         phrases = phrases_of(doc)  # its excerpt fingerprints too: signing is a worker's
         return Signature(
-            self.backend.signature(doc), phrases, extra, spots, fingerprints_of(phrases)
+            self.backend.signature(doc),
+            phrases,
+            extra,
+            spots,
+            fingerprints_of(phrases),
+            title_words(doc),
         )
 
     def bucket_keys(self, signature: Signature) -> list[int]:
@@ -224,7 +236,7 @@ class Verified(Backend):
         """Whether the "similar" rule holds for a candidate, with its measure (None: cannot
         say): the Jaccard of its shingles (else the backend's ``estimate``) at least the
         threshold, or the spot rule (:func:`spot_similarity`, whose closeness is then the
-        measure)."""
+        measure); under "similar", only where the title check holds both ways."""
         measure: float | None = float(estimate)  # simhash: 1 - d/64 within k; cosine
         if self._jaccard:
             phrases = self._spec == PHRASE  # the rule's shingles are the 3-shingles
@@ -234,9 +246,11 @@ class Verified(Backend):
         spots = None
         if self.similar_spots and new.spots is not None and kept.spots is not None:
             spots = spot_similarity(new.spots, kept.spots)
-        if spots is None:
-            return holds, measure
-        return holds or spots[0], spots[1]
+        if spots is not None:
+            holds, measure = holds or spots[0], spots[1]
+        if holds and self.decision == "similar":
+            holds = _titled(new, kept) and _titled(kept, new)
+        return holds, measure
 
     def check(self, new: Signature, kept: Signature) -> Check | None:
         """None when the candidate is neither a copy, related nor near."""
@@ -278,13 +292,18 @@ class Verified(Backend):
         inner = self.backend.encode(signature.backend)
         filters = (signature.shingles, signature.spots)  # the similar rule's, in this order
         extra = b"".join(part.encode() for part in filters if part is not None)
+        titles = b""  # the title check's words, where signed: flagged in extra's length
+        if signature.titles is not None:
+            words = signature.titles.astype("<u8").tobytes()
+            titles = struct.pack("<I", len(words)) + words
         return b"".join(
             (
                 struct.pack("<I", len(inner)),
                 inner,
                 signature.phrases.encode(),
-                struct.pack("<I", len(extra)),
+                struct.pack("<I", len(extra) | (_TITLED if titles else 0)),
                 extra,
+                titles,
                 self.excerpts.encode(signature),
             )
         )
@@ -296,7 +315,8 @@ class Verified(Backend):
         phrases, at = _filter_part(view, at)
         if len(data) == at:  # written without the similar rule's filter and excerpt keys
             return Signature(backend, phrases)
-        extra, at = _sized_part(view, at, "similar-rule filter")
+        titled = len(view) >= at + 4 and bool(struct.unpack_from("<I", view, at)[0] & _TITLED)
+        extra, at = _sized_part(view, at, "similar-rule filter", _TITLED)
         # The similar rule's filters, one after the other: its shingles' (where they are not
         # 3-shingles), then its spots' (absent from states written before the spot rule).
         filters: list[Phrases | None] = []
@@ -309,14 +329,28 @@ class Verified(Backend):
         if len(filters) > 2:
             raise ValueError("corrupt verified signature: too many similar-rule filters")
         filters += [None] * (2 - len(filters))
-        return Signature(backend, phrases, filters[0], filters[1], self.excerpts.decode(view[at:]))
+        titles = None  # absent from states written before the title check
+        if titled:
+            words, at = _sized_part(view, at, "title words")
+            titles = unpack(words, "<u8", "title words")
+        excerpts = self.excerpts.decode(view[at:])
+        return Signature(backend, phrases, filters[0], filters[1], excerpts, titles)
 
 
-def _sized_part(view: memoryview, at: int, what: str) -> tuple[memoryview, int]:
-    """The part at ``at`` that a little-endian u32 length prefixes, and where it ends."""
+def _titled(page: Signature, other: Signature) -> bool:
+    """The title check one way: ``page``'s title words are words of ``other``
+    (:func:`titles_shared`); true where either was signed or stored without them."""
+    if page.titles is None or other.titles is None:
+        return True
+    return titles_shared(page.titles, other.phrases)
+
+
+def _sized_part(view: memoryview, at: int, what: str, flag: int = 0) -> tuple[memoryview, int]:
+    """The part at ``at`` that a little-endian u32 length prefixes (less the bits of
+    ``flag``), and where it ends."""
     if len(view) < at + 4:
         raise ValueError(f"corrupt verified signature: {what} is cut")
-    end = at + 4 + struct.unpack_from("<I", view, at)[0]
+    end = at + 4 + (struct.unpack_from("<I", view, at)[0] & ~flag)
     if len(view) < end:
         raise ValueError(f"corrupt verified signature: {what} is cut")
     return view[at + 4 : end], end
