@@ -29,9 +29,8 @@ from scrapy_neardup.backends.phrases import (
     spot_params,
     spot_similarity,
     spots_of,
-    title_words,
-    titles_shared,
 )
+from scrapy_neardup.backends.titles import title_words, titles_shared
 from scrapy_neardup.text import Document, ShingleSpec
 
 RELATED = 0.8
