@@ -24,6 +24,7 @@ from scrapy_neardup.backends.phrases import (
     PHRASE,
     Phrases,
     jaccard,
+    lines_of,
     phrases_of,
     shingles_of,
     spot_params,
@@ -201,14 +202,15 @@ class Verified(Backend):
             extra = shingles_of(doc, self._spec)
         if self.similar_spots:
             spots = spots_of(doc)
-        phrases = phrases_of(doc)  # its excerpt fingerprints too: signing is a worker's
+        lines = lines_of(doc)  # read once, for the phrase filter and the title words
+        phrases = phrases_of(doc, lines)  # its excerpt fingerprints too: signing is a worker's
         return Signature(
             self.backend.signature(doc),
             phrases,
             extra,
             spots,
             fingerprints_of(phrases),
-            title_words(doc),
+            title_words(doc, lines),
         )
 
     def bucket_keys(self, signature: Signature) -> list[int]:

@@ -125,7 +125,11 @@ def _word_keys(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return fmix64(tokens ^ _WORD_SALT[0]), fmix64(tokens ^ _WORD_SALT[1])
 
 
-def lines_of(doc: Document) -> tuple[np.ndarray, list[str]] | None:
+#: A document's lines: the word count and the text, as written, of each line with words.
+Lines = tuple[np.ndarray, list[str]]
+
+
+def lines_of(doc: Document) -> Lines | None:
     """The word count and the text, as written, of each line with words; None where the
     counts do not add up to the document's words (then its lines cannot be told apart).
 
@@ -327,8 +331,9 @@ def spot_params() -> dict[str, Any]:
     }
 
 
-def phrases_of(doc: Document) -> Phrases:
-    """``doc``'s phrase filter, with what :func:`losses` reads of a new document."""
+def phrases_of(doc: Document, lines: Lines | None = None) -> Phrases:
+    """``doc``'s phrase filter, with what :func:`losses` reads of a new document; ``lines``:
+    :func:`lines_of` ``doc``, where the caller has read them already."""
     sequence = doc.shingles(PHRASE)
     tokens = doc.token_hashes
     names, name_at, inside, hyphenated = compounds(doc)
@@ -337,7 +342,8 @@ def phrases_of(doc: Document) -> Phrases:
     alone = tokens if len(inside) != len(tokens) else tokens[~inside]
     words = np.unique(np.concatenate((alone, names)))
     bits, size, hashes = _filter(distinct, words)
-    lines = lines_of(doc)
+    if lines is None:
+        lines = lines_of(doc)
     line_words = None if lines is None else lines[0]
     identity = _identity(doc, line_words)
     if len(inside) == len(identity):

@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from scrapy_neardup.backends.phrases import Phrases, lines_of, titled
+from scrapy_neardup.backends.phrases import Lines, Phrases, titled
 from scrapy_neardup.stopwords import LANGUAGES
 from scrapy_neardup.text import Document, hash_tokens
 
@@ -26,14 +26,14 @@ _SENTENCE_END = re.compile(r"[.!?\"'”’)]\s*$")
 _DIGIT = re.compile(r"\d")
 
 
-def title_words(doc: Document) -> np.ndarray:
-    """The sorted distinct hashes of ``doc``'s title words: the words of its title
+def title_words(doc: Document, lines: Lines | None) -> np.ndarray:
+    """The sorted distinct hashes of ``doc``'s title words (``lines``: its
+    :func:`~scrapy_neardup.backends.phrases.lines_of`): the words of its title
     (``doc.title``, else its first line where :func:`titled` reads one) that its lead repeats
     (a site's name as a title names no story), but stopwords, single characters and words
     with a digit (a number's parts are not words of the phrase filter: ``phrases.compounds``);
     none for a page without a title."""
     title = doc.title or titled(doc.text).title
-    lines = lines_of(doc)
     if not title or lines is None:
         return np.zeros(0, dtype=np.uint64)
     tokens = doc.tokens
