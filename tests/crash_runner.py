@@ -9,7 +9,8 @@ With ``"stop_at": N`` the run stops itself (``SIGSTOP``) right after it logged i
 (N = 0: when the spider opens, before any request), so that a test kills it there, at that
 event, however loaded the machine is: :func:`stopped` waits for it, :func:`kill_stopped`
 kills it. A test that waits for the N-th line and then kills would let the crawl go on
-meanwhile, and on a busy machine even finish.
+meanwhile, and on a busy machine even finish. ``"stop_at_kept": N`` stops it the same way
+right after its N-th kept item (dropped ones not counted).
 
 With ``"close_at": N`` the run stops itself gracefully (``SIGTERM``, as Ctrl-C does) right
 after its N-th item; with ``"kill_at_write": W`` as well, it dies of ``SIGKILL`` at the W-th
@@ -107,19 +108,21 @@ def main() -> None:
     log = Path(args["log"]).open("a", encoding="utf-8")  # noqa: SIM115 - open for the run
 
     stop_at = args.get("stop_at")
+    stop_at_kept = args.get("stop_at_kept")
     close_at = args.get("close_at")
     writes = _kill_at_write(args.get("kill_at_write"))
-    logged = 0
+    logged = kept = 0
 
     def write(record: dict[str, Any]) -> None:
-        nonlocal logged
+        nonlocal logged, kept
         log.write(json.dumps(record) + "\n")
         log.flush()
         _fsync(log.fileno())  # the log's own: not a write of the crawl
         if "stats" in record:
             return
         logged += 1
-        if logged == stop_at:
+        kept += "kept" in record
+        if logged == stop_at or ("kept" in record and kept == stop_at_kept):
             os.kill(os.getpid(), signal.SIGSTOP)  # the test kills us here (see stopped())
         if logged == close_at:
             writes["counting"] = True
