@@ -57,6 +57,22 @@ def spider_output(response: Response, mw: PageTextMiddleware, *objs: Any) -> lis
     return asyncio.run(collect())
 
 
+def test_a_waiting_page_lets_its_parsed_tree_go() -> None:
+    """Once the spider's output has gone on, a page whose item waits for its text no longer
+    holds its parsed tree (Scrapy keeps the response until the item is done); asked for
+    again, it is parsed again."""
+    pages = build_from_crawler(PageTextMiddleware, crawler())
+    url = "https://a.org/story"
+    response = HtmlResponse(url, body=PAGE, request=Request(url))
+    tree = response.selector
+    out = spider_output(response, pages, Request(url + "/next"))
+    assert response.selector is tree  # no item: nothing waits, nothing changes
+    out = spider_output(response, pages, {"url": url}, Request(url + "/next"))
+    assert len(out) == 2
+    assert response.selector is not tree
+    assert response.css("nav::text").get() == "Home"
+
+
 def test_page_text_reaches_the_pipeline() -> None:
     """Items without a text field are compared by the main text of their page."""
     c = crawler()

@@ -131,6 +131,12 @@ class PageTextMiddleware:
                 else:
                     self.state.inc("neardup/skipped/extra_item")
             yield obj
+        if given and isinstance(response, TextResponse):
+            # Scrapy holds the response until its item leaves the pipeline, which waits for
+            # the text a second or more: its parsed tree (10 times the body, which Scrapy's
+            # SCRAPER_SLOT_MAX_ACTIVE_SIZE counts) goes now, and is parsed again if asked
+            # for (TextResponse.selector). Scrapy has no public call for it.
+            response._cached_selector = None
 
     async def page_text(self, response: Response) -> PageText | None:
         """Text and signatures of a response, from the cache or a worker; None for no text."""
