@@ -60,7 +60,7 @@ from corpus.lang import paragraphs as split_paragraphs
 from corpus.sources import article_html, chinese_pages, ground_truth
 from scrapy_neardup.text import ShingleSpec
 
-CORPUS_VERSION = 4  # bump when a transformation changes: cached corpora are keyed on it
+CORPUS_VERSION = 5  # bump when a transformation changes: cached corpora are keyed on it
 EDIT_RATES = (0.01, 0.05, 0.10, 0.20)
 PARTIAL_KINDS = ("partial:add", "partial:drop", "partial:reorder", "partial:lead-ads")
 REPRINT_KINDS = tuple(f"reprint:{round(r * 100)}%" for r in EDIT_RATES)
@@ -97,6 +97,7 @@ class Doc:
     ext: str = ""
     ext_title: str = ""
     ext_how: str = ""
+    ext_article_end: int | None = None  # where its readers' comments begin in ``ext``
     template: str = ""  # the family whose page lent its template ("" for the own page)
     injected: bool = True  # False when the article could not be placed (see locate_article)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -138,12 +139,14 @@ def load_originals(lang: str, limit: int | None = None) -> list[Original]:
 # -- extraction -----------------------------------------------------------------------------
 
 
-def extract(html: bytes, url: str, encoding: str | None = "utf-8") -> tuple[str, str, str]:
-    """(plugin text, title, how) as the pipeline gets them."""
+def extract(
+    html: bytes, url: str, encoding: str | None = "utf-8"
+) -> tuple[str, str, str, int | None]:
+    """(plugin text, title, how, where its readers' comments begin) as the pipeline gets them."""
     from scrapy_neardup.extraction import extract_main_text
 
     got = extract_main_text(html, url, encoding)
-    return got.text, got.title, got.how
+    return got.text, got.title, got.how, got.article_end
 
 
 def body_of(ext: str, title: str) -> str:
@@ -157,7 +160,7 @@ def fill_from_extraction(originals: list[Original]) -> None:
     """Every page's headline as trafilatura reads it (the title given to its moved article),
     and the article of the unannotated (Chinese) pages: trafilatura's text of the original."""
     for o in originals:
-        text, title, _ = extract(o.html, o.url, None)
+        text, title, _, _ = extract(o.html, o.url, None)
         o.title = title
         if o.lang == "zh":
             o.paragraphs = split_paragraphs(body_of(text, title), squash=True)
@@ -467,7 +470,7 @@ def make_family(
         d.extra["html_sha1"] = hashlib.sha1(html).hexdigest()
         if do_extract:
             enc = None if d.kind in ("original", "full-layout") else "utf-8"
-            d.ext, d.ext_title, d.ext_how = extract(html, d.url, enc)
+            d.ext, d.ext_title, d.ext_how, d.ext_article_end = extract(html, d.url, enc)
         else:
             d.extra["html_bytes"] = html
     return docs

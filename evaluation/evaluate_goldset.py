@@ -368,11 +368,11 @@ class Texts:
 
     def __init__(self, cache: Path | None) -> None:
         self.cache_file = cache
-        self.cache: dict[str, str] = {}
+        self.cache: dict[str, Any] = {}
         if cache and cache.exists():
             self.cache = json.loads(cache.read_text())
 
-    def get(self, kind: str, pages: list[Page]) -> list[str]:
+    def get(self, kind: str, pages: list[Page]) -> list[Any]:
         keys = [f"{kind}:{hashlib.sha1(p.body).hexdigest()}" for p in pages]
         todo = [i for i, key in enumerate(keys) if key not in self.cache]
         if todo:
@@ -410,16 +410,18 @@ def trafilatura_text(body: bytes) -> str:
     return trafilatura.extract(_decoded(body)[0]) or ""
 
 
-def plugin_text(body: bytes) -> str:
-    """The plugin's reading of the page (what its pipeline compares)."""
+def plugin_text(body: bytes) -> tuple[str, int | None]:
+    """The plugin's reading of the page (what its pipeline compares), and where its readers'
+    comments begin."""
     from scrapy_neardup.extraction import extract_main_text
 
-    return extract_main_text(body, "http://127.0.0.1/", _decoded(body)[1]).text
+    got = extract_main_text(body, "http://127.0.0.1/", _decoded(body)[1])
+    return got.text, got.article_end
 
 
-READERS: dict[str, Callable[[bytes], str]] = {
+READERS: dict[str, Callable[[bytes], Any]] = {
     "trafilatura": trafilatura_text,
-    "plugin": plugin_text,
+    "add-on": plugin_text,
 }
 
 
@@ -485,14 +487,15 @@ def handwritten(texts: list[str], order: list[int]) -> Run:
 
 
 def engine_runs(
-    texts: list[str],
+    texts: list[tuple[str, int | None]],
     orders: list[list[int]],
     backend: str,
     decision: str,
     **options: object,
 ) -> list[Run]:
-    """``Deduplicator`` over the plugin's texts in each order, as the pipeline calls it (the
-    first line a title, as extraction writes it); signed once for all orders."""
+    """``Deduplicator`` over the plugin's texts (each with where its readers' comments begin)
+    in each order, as the pipeline calls it (the first line a title, as extraction writes it);
+    signed once for all orders."""
     from scrapy_neardup.backends.phrases import titled
     from scrapy_neardup.deduplicator import Deduplicator
 
@@ -500,7 +503,7 @@ def engine_runs(
         return Deduplicator(backend, decision=decision, **options)
 
     start = time.perf_counter()
-    signed = [make().sign(titled(text)) if text else None for text in texts]
+    signed = [make().sign(titled(text, end)) if text else None for text, end in texts]
     sign_seconds = (time.perf_counter() - start) / len(orders)
     runs = []
     for order in orders:
@@ -699,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
         extracted = texts.get("trafilatura", pages)
         report("datasketch, text-dedup's settings", [text_dedup(extracted, o) for o in orders])
         report("hand-written pipeline", [handwritten(extracted, o) for o in orders])
-    plugin_texts = texts.get("plugin", pages) if args.engine else []
+    plugin_texts = texts.get("add-on", pages) if args.engine else []
     for decision in decisions:
         for backend in backends:
             name = ", ".join(["add-on", decision, backend, *args.set])

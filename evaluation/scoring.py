@@ -140,6 +140,7 @@ class Scorer:
         self.seed = seed
         self.docs = corpus.docs
         self.texts = [(d.ext if source == "ext" else d.gt) or "" for d in self.docs]
+        self.article_ends = [d.ext_article_end if source == "ext" else None for d in self.docs]
         self.family = [d.family for d in self.docs]
         self.article = [corpus.article[d.family] for d in self.docs]
         self.kind = [d.kind for d in self.docs]
@@ -147,7 +148,7 @@ class Scorer:
         self.present = [bool(t.strip()) for t in self.texts]
         exact = ExactBackend()
         start = time.perf_counter()
-        self.base = [Document(t) for t in self.texts]
+        self.base = [Document(t, "", e) for t, e in zip(self.texts, self.article_ends, strict=True)]
         for doc in self.base:
             doc.tokens  # noqa: B018 - tokenise once; configs copy the tokens (timed here)
         self.exact = [exact.signature(doc) for doc in self.base]
@@ -159,7 +160,7 @@ class Scorer:
 
     def _fresh(self, i: int) -> Document:
         """A document with the shared tokens but no shingles yet (so shingling is timed)."""
-        doc = Document(self.texts[i])
+        doc = Document(self.texts[i], "", self.article_ends[i])
         doc.__dict__["normalized"] = self.base[i].normalized
         doc.__dict__["tokens"] = self.base[i].tokens
         return doc

@@ -195,10 +195,11 @@ class Deduplicator:
         self.counts: Counter[str] = Counter()
         self.recorder: Recorder | None = None
 
-    def sign(self, text: str | Document, title: str = "") -> Signed:
+    def sign(self, text: str | Document, title: str = "", article_end: int | None = None) -> Signed:
         """Signatures of a text (whose first line is ``title``, when given: a page's title, as
-        extraction puts it): the costly, pure half of :meth:`check` (safe in a worker)."""
-        doc = text if isinstance(text, Document) else Document(text, title=title)
+        extraction puts it; its readers' comments from ``article_end`` on): the costly, pure
+        half of :meth:`check` (safe in a worker)."""
+        doc = text if isinstance(text, Document) else Document(text, title, article_end)
         exact = self.exact.method.signature(doc)
         reads_tokens = self.near is not None and self.near.method.reads_tokens
         count = len(doc.tokens) if reads_tokens else doc.token_count

@@ -33,12 +33,14 @@ _TITLE_PARTS = re.compile(r"\s+(?:[|\-–—·•»:]{1,2})\s+|\s*[_｜]\s*(?=[^
 
 @dataclass(frozen=True)
 class Extracted:
-    """The text of a page (its title, a blank line, its main text) and how it was found:
-    ``trafilatura``, ``fallback`` or ``empty``."""
+    """The text of a page (its title, a blank line, its main text, its readers' comments) and
+    how it was found: ``trafilatura``, ``fallback`` or ``empty``; ``article_end``: where in
+    ``text`` the comments begin (None: it has none)."""
 
     text: str
     how: str
     title: str = ""
+    article_end: int | None = None
 
 
 def decode(body: bytes, encoding: str | None) -> str | None:
@@ -99,11 +101,13 @@ def extract_main_text(
     except Exception as exc:  # trafilatura and lxml raise many things on odd markup
         logger.debug("trafilatura failed on %s: %r", url, exc)
     if text:
-        text = f"{text}\n{comments}" if comments else text
-        shown = " ".join(f"{title}\n{text}".split())
+        shown = " ".join(f"{title}\n{text}\n{comments}".split())
         missing = [h for h in dict.fromkeys(headings) if h not in shown]
         text = "\n".join([*missing, text])
-        return Extracted(f"{title}\n\n{text}" if title else text, "trafilatura", title)
+        article = f"{title}\n\n{text}" if title else text
+        if not comments:
+            return Extracted(article, "trafilatura", title)
+        return Extracted(f"{article}\n{comments}", "trafilatura", title, len(article))
     try:
         _, text, _ = trafilatura.baseline(html)
     except Exception as exc:

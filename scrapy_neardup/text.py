@@ -243,11 +243,20 @@ class ShingleSpec:
 @dataclass
 class Document:
     """One text and the features derived from it, each computed once and only when asked;
-    ``title``: the text's first line is this title (a page's, as extraction puts it)."""
+    ``title``: the text's first line is this title (a page's, as extraction puts it);
+    ``article_end``: the readers' comments begin there (None: the text is all article)."""
 
     text: str
     title: str = ""
+    article_end: int | None = None
     _shingles: dict[ShingleSpec, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def article(self) -> Document:
+        """The text without its readers' comments (itself where it has none)."""
+        if self.article_end is None or self.article_end >= len(self.text):
+            return self
+        return Document(self.text[: self.article_end], self.title)
 
     @cached_property
     def normalized(self) -> str:

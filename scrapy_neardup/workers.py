@@ -64,15 +64,17 @@ class Signer:
         self.dedup = dedup
         self.max_chars = max_chars
 
-    def __call__(self, text: str, title: str = "") -> Any:
-        return self.dedup.sign(text[: self.max_chars], title)
+    def __call__(self, text: str, title: str = "", article_end: int | None = None) -> Any:
+        return self.dedup.sign(text[: self.max_chars], title, article_end)
 
     def extract(
         self, body: bytes, url: str | None, encoding: str | None, fast: bool = False
     ) -> tuple[Extracted, Any]:
         """The page's :class:`Extracted`, and its signatures (None for a page without text)."""
         extracted = extract_main_text(body, url, encoding, fast)
-        return extracted, self(extracted.text, extracted.title) if extracted.text else None
+        if not extracted.text:
+            return extracted, None
+        return extracted, self(extracted.text, extracted.title, extracted.article_end)
 
     def prepared(self) -> Any:
         """The method's ``prepared()`` (MinHash: its banding; None for most methods)."""

@@ -309,6 +309,37 @@ def test_a_retitled_reprint_in_another_template_is_still_dropped() -> None:
     assert pair_of(Deduplicator(decision="similar"), reprint, kept).duplicate_of == "a"
 
 
+def commented(words: list[str], thread: list[str]) -> Document:
+    """A page as extraction reads it: an article, then a thread of readers' comments."""
+    article = text(words)
+    return Document(f"{article}\n{text(thread)}", article_end=len(article))
+
+
+def test_similar_reads_the_article_not_the_readers_comments() -> None:
+    # a 10 % reprint under a thread of other readers' comments, three times the article
+    story, thread, other = english(40, 300), english(41, 900), english(42, 900)
+    reprint = edited(story, 0.1, seed=43)
+    dedup = Deduplicator(decision="similar")
+    assert not dedup.check("a", commented(story, thread)).is_duplicate
+    assert dedup.check("b", commented(reprint, other)).duplicate_of == "a"
+    # another article under the first one's thread: the thread makes no copy of it
+    assert not dedup.check("c", commented(english(44, 300), thread)).is_duplicate
+    # read as all article, the threads decide both pairs the other way
+    dedup = Deduplicator(decision="similar")
+    assert not dedup.check("a", text(story + thread)).is_duplicate
+    assert not dedup.check("b", text(reprint + other)).is_duplicate
+    assert dedup.check("c", text(english(44, 300) + thread)).duplicate_of == "a"
+
+
+def test_the_readers_comments_are_lines_the_lossless_rule_covers() -> None:
+    # the same article under another thread loses that thread's lines: near, not dropped
+    story, thread, other = english(40, 300), english(41, 900), english(42, 900)
+    dedup = Deduplicator()
+    assert not dedup.check("a", commented(story, thread)).is_duplicate
+    assert outcome(dedup.check("b", commented(story, other))) == "near"
+    assert dedup.check("c", commented(story, thread[:300])).duplicate_of == "a"
+
+
 def test_title_words_are_saved_with_the_signature() -> None:
     method = Deduplicator(decision="similar").near.method
     signed = method.signature(Document(news(TITLE_X, STORY_X, [])))

@@ -80,6 +80,16 @@ def test_readers_comments_are_part_of_the_text_and_keep_a_copy() -> None:
     assert dedup.check("copy", again).is_duplicate
 
 
+def test_the_article_ends_where_the_readers_comments_begin() -> None:
+    comment = "I drove across it this morning and the new surface is much smoother than before."
+    found = extract_main_text(with_comment(comment), "http://example.com/b", "utf-8")
+    assert found.article_end is not None
+    article, comments = found.text[: found.article_end], found.text[found.article_end :]
+    assert "engineers finished the repairs" in article and comment not in article
+    assert comments.strip() == comment
+    assert extract_main_text(ARTICLE.encode(), "http://example.com/a").article_end is None
+
+
 def test_an_article_written_as_sections_of_spans_is_read() -> None:
     for fast in (True, False):
         found = extract_main_text(SECTIONS_OF_SPANS.encode(), "http://example.com/p", fast=fast)

@@ -197,15 +197,20 @@ class Verified(Backend):
         return params
 
     def signature(self, doc: Document) -> Signature:
+        # The similar rule and the candidates read the article alone: a reprint comes with
+        # other readers' comments, and a site's pages can share a comment thread or widget
+        # (docs/design.md#similar-decision). The lines, readers' comments included, are
+        # what the lossless rule covers.
+        article = doc.article
         extra = spots = None
         if self._jaccard and self._spec != PHRASE:
-            extra = shingles_of(doc, self._spec)
+            extra = shingles_of(article, self._spec)
         if self.similar_spots:
-            spots = spots_of(doc)
+            spots = spots_of(article)
         lines = lines_of(doc)  # read once, for the phrase filter and the title words
         phrases = phrases_of(doc, lines)  # its excerpt fingerprints too: signing is a worker's
         return Signature(
-            self.backend.signature(doc),
+            self.backend.signature(article),
             phrases,
             extra,
             spots,
