@@ -133,8 +133,8 @@ class PageTextMiddleware:
             yield obj
         if given and isinstance(response, TextResponse):
             # Scrapy holds the response until its item leaves the pipeline, which waits for
-            # the text a second or more: its parsed tree (10 times the body, which Scrapy's
-            # SCRAPER_SLOT_MAX_ACTIVE_SIZE counts) goes now, and is parsed again if asked
+            # the text a second or more: its parsed tree (about 10 times the body, which is
+            # all SCRAPER_SLOT_MAX_ACTIVE_SIZE counts) goes now, and is parsed again if asked
             # for (TextResponse.selector). Scrapy has no public call for it.
             response._cached_selector = None
 
