@@ -331,6 +331,15 @@ def test_similar_reads_the_article_not_the_readers_comments() -> None:
     assert dedup.check("c", text(english(44, 300) + thread)).duplicate_of == "a"
 
 
+def test_an_article_too_short_to_judge_leaves_the_comments_in() -> None:
+    # a forum's threads read as a one-line header and its posts as comments: two threads
+    # under one header are two pages, not copies of each other
+    header = english(45, 20)
+    dedup = Deduplicator(decision="similar")
+    assert not dedup.check("a", commented(header, english(46, 600))).is_duplicate
+    assert not dedup.check("b", commented(header, english(47, 600))).is_duplicate
+
+
 def test_the_readers_comments_are_lines_the_lossless_rule_covers() -> None:
     # the same article under another thread loses that thread's lines: near, not dropped
     story, thread, other = english(40, 300), english(41, 900), english(42, 900)

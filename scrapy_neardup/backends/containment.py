@@ -46,6 +46,9 @@ SIMILAR_SHINGLES = 2
 SIMILARITY = 0.35
 #: Whether the "similar" decision's spot rule is on by default (``NEARDUP_SIMILARITY_SPOTS``).
 SIMILAR_SPOTS = True
+#: The similar rule reads a page without its readers' comments where what remains has this
+#: many words (NEARDUP_MIN_TOKENS' default); a shorter one is judged with them.
+ARTICLE_TOKENS = 50
 #: Candidates a query verifies, by the buckets they share with the page: every one sharing
 #: STRONG buckets or more, and of the others the CHECKS sharing the most
 #: (docs/design.md#checks-per-query).
@@ -199,9 +202,12 @@ class Verified(Backend):
     def signature(self, doc: Document) -> Signature:
         # The similar rule and the candidates read the article alone: a reprint comes with
         # other readers' comments, and a site's pages can share a comment thread or widget
-        # (docs/design.md#similar-decision). The lines, readers' comments included, are
-        # what the lossless rule covers.
+        # (docs/design.md#similar-decision). An article too short to stand for its page (a
+        # forum's posts read as comments under a one-line header) keeps them. The lines,
+        # readers' comments included, are what the lossless rule covers.
         article = doc.article
+        if article.token_count < ARTICLE_TOKENS:
+            article = doc
         extra = spots = None
         if self._jaccard and self._spec != PHRASE:
             extra = shingles_of(article, self._spec)
