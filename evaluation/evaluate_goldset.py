@@ -503,7 +503,7 @@ def engine_runs(
         return Deduplicator(backend, decision=decision, **options)
 
     start = time.perf_counter()
-    signed = [make().sign(titled(text, end)) if text else None for text, end in texts]
+    signed = [make().sign(text, titled(text).title, end) if text else None for text, end in texts]
     sign_seconds = (time.perf_counter() - start) / len(orders)
     runs = []
     for order in orders:

@@ -219,14 +219,14 @@ def _token_offsets(doc: Document, text: str) -> np.ndarray:
     return np.array(offsets, dtype=np.int64)
 
 
-def titled(text: str, article_end: int | None = None) -> Document:
-    """A text as extraction makes a page's (its title, a blank line, its main text, its
-    readers' comments from ``article_end`` on), with that first line as its title: how the
-    audit page reads a kept text, whose title was not kept apart. A first line of at most
-    :data:`HEADING_WORDS` words followed by a blank line."""
+def titled(text: str) -> Document:
+    """A text as extraction makes a page's (its title, a blank line, its main text), with
+    that first line as its title: how the audit page reads a kept text, whose title was not
+    kept apart. A first line of at most :data:`HEADING_WORDS` words followed by a blank
+    line."""
     first, blank, _ = text.lstrip().partition("\n\n")
     heading = bool(blank) and "\n" not in first and len(first.split()) <= HEADING_WORDS
-    return Document(text, first if heading else "", article_end)
+    return Document(text, title=first if heading else "")
 
 
 def _filter(shingles: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, int, int]:
